@@ -1,0 +1,254 @@
+"""Design matrices: the basis functions evaluated at the inputs.
+
+``Phi = [k(X, centres) | 1 | extra columns]`` (Tipping 2001, eq. 1 and Sec. 4.3).
+A :class:`KernelBasis` never forms the full ``N x N`` kernel matrix unless asked
+(:meth:`~KernelBasis.toarray`): the solvers ask for a few columns at a time or for
+products ``Phi^T V`` computed in blocks of centres, so that memory stays ``O(N M)``.
+:class:`DenseBasis` wraps a user-given matrix (a precomputed kernel, any basis).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from itertools import combinations_with_replacement
+
+import numpy as np
+
+from bayes_rvm._validation import check_design
+from bayes_rvm.kernels import Kernel
+
+__all__ = ["Basis", "DenseBasis", "ExtraColumns", "KernelBasis", "as_basis"]
+
+#: Bytes one block of kernel columns may take while computing ``Phi^T V``.
+BLOCK_BYTES = 32 * 2**20
+
+
+class Basis(ABC):
+    """What a solver needs of a design matrix ``Phi`` of shape ``(n_rows, n_columns)``."""
+
+    n_rows: int
+    n_columns: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n_rows, self.n_columns)
+
+    @abstractmethod
+    def columns(self, idx) -> np.ndarray:
+        """``Phi[:, idx]`` as an ``(n_rows, len(idx))`` array."""
+
+    @abstractmethod
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        """``Phi^T V`` for ``V`` of shape ``(n_rows,)`` or ``(n_rows, k)``."""
+
+    @abstractmethod
+    def sq_norms(self) -> np.ndarray:
+        """``diag(Phi^T Phi)``: the squared norm of every column."""
+
+    def toarray(self) -> np.ndarray:
+        """The whole matrix (``n_rows x n_columns`` floats: beware of large ``n_rows``)."""
+        return self.columns(np.arange(self.n_columns))
+
+    def cross(self, idx) -> np.ndarray:
+        """``Phi^T Phi[:, idx]``, shape ``(n_columns, len(idx))``."""
+        return self.transpose_dot(self.columns(idx))
+
+
+class DenseBasis(Basis):
+    """A design matrix given as an array (precomputed kernel or any user basis)."""
+
+    def __init__(self, Phi):
+        self.Phi = check_design(Phi)
+        self.n_rows, self.n_columns = self.Phi.shape
+        self.column_names = [f"phi_{j}" for j in range(self.n_columns)]
+
+    def columns(self, idx) -> np.ndarray:
+        return self.Phi[:, np.asarray(idx, dtype=np.intp)]
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        return self.Phi.T @ V
+
+    def sq_norms(self) -> np.ndarray:
+        return np.einsum("ij,ij->j", self.Phi, self.Phi)
+
+    def toarray(self) -> np.ndarray:
+        return self.Phi
+
+
+class ExtraColumns:
+    """Extra basis functions appended after the kernel columns (Tipping 2001, Sec. 4.3).
+
+    Parameters
+    ----------
+    terms : sequence
+        Each item is ``"linear"`` (the raw inputs ``x_k``), ``"quadratic"`` (all products
+        ``x_k x_l`` with ``k <= l``), or a pair ``(name, f)`` with ``f(X)`` returning an
+        array of shape ``(n,)`` or ``(n, p)``.
+    """
+
+    def __init__(self, terms: Sequence = ()):
+        if isinstance(terms, str):
+            terms = [terms]
+        for term in terms:
+            if isinstance(term, str):
+                if term not in ("linear", "quadratic"):
+                    raise ValueError(
+                        f"unknown extra column {term!r}; expected 'linear', 'quadratic' or a "
+                        "pair (name, function)"
+                    )
+            elif not (
+                isinstance(term, tuple)
+                and len(term) == 2
+                and isinstance(term[0], str)
+                and callable(term[1])
+            ):
+                raise TypeError(
+                    f"an extra column must be a name or (name, function); got {term!r}"
+                )
+        self.terms = list(terms)
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def evaluate(self, X: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        """Columns and their names for inputs ``X``."""
+        blocks: list[np.ndarray] = []
+        names: list[str] = []
+        for term in self.terms:
+            if term == "linear":
+                blocks.append(X)
+                names += [f"x{k + 1}" for k in range(X.shape[1])]
+            elif term == "quadratic":
+                pairs = list(combinations_with_replacement(range(X.shape[1]), 2))
+                blocks.append(np.column_stack([X[:, k] * X[:, l] for k, l in pairs]))
+                names += [f"x{k + 1}*x{l + 1}" for k, l in pairs]
+            else:
+                name, function = term
+                values = np.asarray(function(X), dtype=np.float64).reshape(X.shape[0], -1)
+                if not np.all(np.isfinite(values)):
+                    raise ValueError(f"extra column {name!r} returned NaN or infinite values")
+                blocks.append(values)
+                names += (
+                    [name]
+                    if values.shape[1] == 1
+                    else [f"{name}[{j}]" for j in range(values.shape[1])]
+                )
+        if not blocks:
+            return np.empty((X.shape[0], 0)), []
+        return np.column_stack(blocks), names
+
+
+class KernelBasis(Basis):
+    """``Phi = [k(X, centres) | 1 | extra(X)]``, evaluated lazily.
+
+    Parameters
+    ----------
+    X : array of shape (n_rows, n_features)
+        Inputs at which the basis functions are evaluated.
+    kernel : Kernel or callable
+    centres : array of shape (n_centres, n_features), optional
+        Kernel centres; the training inputs by default (the RVM).
+    bias : bool
+        Append a constant column.
+    extra : ExtraColumns or sequence, optional
+    """
+
+    def __init__(
+        self,
+        X: np.ndarray,
+        kernel: Kernel | Callable,
+        centres: np.ndarray | None = None,
+        bias: bool = True,
+        extra: ExtraColumns | Sequence = (),
+    ):
+        self.X = check_design(X, "X")
+        self.centres = self.X if centres is None else check_design(centres, "centres")
+        self.kernel = kernel
+        self.bias = bool(bias)
+        self.extra = extra if isinstance(extra, ExtraColumns) else ExtraColumns(extra)
+        self._extra_values, extra_names = self.extra.evaluate(self.X)
+        self.n_rows = self.X.shape[0]
+        self.n_centres = self.centres.shape[0]
+        self.n_columns = self.n_centres + int(self.bias) + self._extra_values.shape[1]
+        self.column_names = (
+            [f"k{j}" for j in range(self.n_centres)]
+            + (["bias"] if self.bias else [])
+            + extra_names
+        )
+        self._block = max(1, BLOCK_BYTES // (8 * self.n_rows))
+
+    def _kernel(self, X: np.ndarray, centres: np.ndarray) -> np.ndarray:
+        K = np.asarray(self.kernel(X, centres), dtype=np.float64)
+        if K.shape != (X.shape[0], centres.shape[0]):
+            raise ValueError(
+                f"kernel returned shape {K.shape}, expected {(X.shape[0], centres.shape[0])}"
+            )
+        return K
+
+    def _split(self, idx) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions in ``idx`` of kernel, bias and extra columns, and their local indices."""
+        idx = np.asarray(idx, dtype=np.intp).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n_columns):
+            raise IndexError(f"column index out of range for {self.n_columns} columns")
+        return idx, idx < self.n_centres, idx >= self.n_centres + int(self.bias)
+
+    def evaluate(self, X, idx) -> np.ndarray:
+        """Rows of the design matrix for new inputs ``X``, columns ``idx`` only."""
+        X = check_design(X, "X")
+        idx, is_kernel, is_extra = self._split(idx)
+        out = np.empty((X.shape[0], idx.size))
+        if is_kernel.any():
+            out[:, is_kernel] = self._kernel(X, self.centres[idx[is_kernel]])
+        if self.bias:
+            out[:, idx == self.n_centres] = 1.0
+        if is_extra.any():
+            values, _ = self.extra.evaluate(X)
+            out[:, is_extra] = values[:, idx[is_extra] - self.n_centres - int(self.bias)]
+        return out
+
+    def columns(self, idx) -> np.ndarray:
+        idx, is_kernel, is_extra = self._split(idx)
+        out = np.empty((self.n_rows, idx.size))
+        if is_kernel.any():
+            out[:, is_kernel] = self._kernel(self.X, self.centres[idx[is_kernel]])
+        if self.bias:
+            out[:, idx == self.n_centres] = 1.0
+        if is_extra.any():
+            out[:, is_extra] = self._extra_values[
+                :, idx[is_extra] - self.n_centres - int(self.bias)
+            ]
+        return out
+
+    def _kernel_blocks(self):
+        for start in range(0, self.n_centres, self._block):
+            stop = min(start + self._block, self.n_centres)
+            yield start, stop, self._kernel(self.X, self.centres[start:stop])
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        V = np.asarray(V, dtype=np.float64)
+        out = np.empty((self.n_columns, *V.shape[1:]))
+        for start, stop, K in self._kernel_blocks():
+            out[start:stop] = K.T @ V
+        tail = self.n_centres
+        if self.bias:
+            out[tail] = V.sum(axis=0)
+            tail += 1
+        out[tail:] = self._extra_values.T @ V
+        return out
+
+    def sq_norms(self) -> np.ndarray:
+        out = np.empty(self.n_columns)
+        for start, stop, K in self._kernel_blocks():
+            out[start:stop] = np.einsum("ij,ij->j", K, K)
+        tail = self.n_centres
+        if self.bias:
+            out[tail] = self.n_rows
+            tail += 1
+        out[tail:] = np.einsum("ij,ij->j", self._extra_values, self._extra_values)
+        return out
+
+
+def as_basis(Phi) -> Basis:
+    """A :class:`Basis` as it is, or an array wrapped in :class:`DenseBasis`."""
+    return Phi if isinstance(Phi, Basis) else DenseBasis(Phi)

@@ -1,0 +1,140 @@
+"""Type-II maximum-likelihood solvers and their common entry point :func:`fit_type2`.
+
+Every solver has the signature
+``fit(basis, t, *, prior, noise_var, max_iter, tol, verbose) -> Type2Result`` and is
+registered in :data:`SOLVERS` under the name the ``solver=`` option takes.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from bayes_rvm._validation import (
+    check_noise_var,
+    check_positive_int,
+    check_target,
+)
+from bayes_rvm.basis import Basis, as_basis
+from bayes_rvm.solvers import em, mackay
+from bayes_rvm.solvers._base import Prior, Type2Result
+
+__all__ = ["LIKELIHOODS", "SOLVERS", "Prior", "Type2Result", "fit_type2"]
+
+#: solver name -> (fit function, default max_iter)
+SOLVERS = {
+    "mackay": (mackay.fit, 10_000),
+    "em": (em.fit, 100_000),
+}
+
+#: Likelihood names accepted by :func:`fit_type2`.
+LIKELIHOODS = ("gaussian",)
+
+
+def _lookup(table, name, what: str):
+    if not isinstance(name, str) or name not in table:
+        valid = ", ".join(repr(k) for k in table)
+        raise ValueError(f"unknown {what} {name!r}; expected one of: {valid}")
+    return table[name] if isinstance(table, dict) else name
+
+
+def fit_type2(
+    Phi: np.ndarray | Basis,
+    t,
+    likelihood: str = "gaussian",
+    solver: str = "mackay",
+    *,
+    a: float = 0.0,
+    b: float = 0.0,
+    c: float = 0.0,
+    d: float = 0.0,
+    noise_var: float | None = None,
+    max_iter: int | None = None,
+    tol: float = 1e-6,
+    verbose: bool = False,
+) -> Type2Result:
+    """Type-II maximum likelihood ("evidence") fit of the sparse Bayesian model.
+
+    Maximises eq. 36 of Tipping (2001) over the weight precisions ``alpha`` (and the
+    noise precision ``beta`` unless ``noise_var`` is given), then returns the Gaussian
+    posterior over the weights of the basis functions that remain.
+
+    Parameters
+    ----------
+    Phi : array of shape (N, M) or Basis
+        Design matrix: any basis, kernel or not. A :class:`~bayes_rvm.basis.KernelBasis`
+        lets solvers that need only some columns avoid forming the whole matrix.
+    t : array of shape (N,)
+        Targets.
+    likelihood : {"gaussian"}
+    solver : {"mackay", "em"}
+        Re-estimation rule (see :data:`SOLVERS`).
+    a, b : float
+        ``alpha_i ~ Gamma(a, b)``; 0 is the paper's uniform prior over ``log alpha``.
+    c, d : float
+        ``beta ~ Gamma(c, d)``.
+    noise_var : float, optional
+        Fix the noise variance ``1 / beta`` instead of learning it.
+    max_iter : int, optional
+        Iteration limit (the solver's default when ``None``).
+    tol : float
+        Convergence threshold on the largest change of ``log alpha`` and ``log beta``.
+    verbose : bool
+        Print progress.
+
+    Returns
+    -------
+    Type2Result
+
+    Warns
+    -----
+    ConvergenceWarning
+        When ``max_iter`` is reached; the returned fit is the last iterate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayes_rvm import fit_type2
+    >>> from bayes_rvm.kernels import RBF
+    >>> x = np.linspace(-10, 10, 50)[:, None]
+    >>> t = np.sinc(x[:, 0] / np.pi)
+    >>> Phi = np.column_stack([RBF(0.25)(x, x), np.ones(50)])
+    >>> fit = fit_type2(Phi, t, noise_var=0.01**2)
+    >>> bool(fit.active.size < 50), fit.converged
+    (True, True)
+    """
+    fit_function, default_max_iter = _lookup(SOLVERS, solver, "solver")
+    _lookup(LIKELIHOODS, likelihood, "likelihood")
+    basis = as_basis(Phi)
+    t = check_target(t, basis.n_rows)
+    prior = Prior(a, b, c, d)
+    noise_var = check_noise_var(noise_var)
+    max_iter = check_positive_int(default_max_iter if max_iter is None else max_iter, "max_iter")
+    if not (isinstance(tol, int | float) and np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a finite number > 0, got {tol!r}")
+    result = fit_function(
+        basis,
+        t,
+        prior=prior,
+        noise_var=noise_var,
+        max_iter=max_iter,
+        tol=float(tol),
+        verbose=verbose,
+    )
+    if not result.converged:
+        warnings.warn(
+            f"solver {solver!r} reached max_iter={max_iter} before converging (tol={tol}); "
+            "the result is the last iterate",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    if result.active.size == 0:
+        warnings.warn(
+            "every basis function was pruned: the data carry no evidence for any weight, and "
+            "the fit predicts 0 with the learned noise",
+            UserWarning,
+            stacklevel=2,
+        )
+    return result

@@ -1,0 +1,153 @@
+"""What every type-II solver shares: the hyperprior, the frozen result, starting values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bayes_rvm import _linalg
+from bayes_rvm._validation import check_nonnegative
+from bayes_rvm.posterior import predictive
+
+__all__ = ["Prior", "Type2Result", "initial_alpha", "initial_noise_var", "noise_var_floor"]
+
+
+@dataclass(frozen=True)
+class Prior:
+    """Gamma hyperpriors: ``alpha_i ~ Gamma(a, b)``, ``beta ~ Gamma(c, d)`` (rate form).
+
+    ``a = b = c = d = 0`` (the default) is the paper's uniform prior on the log scale.
+    """
+
+    a: float = 0.0
+    b: float = 0.0
+    c: float = 0.0
+    d: float = 0.0
+
+    def __post_init__(self):
+        for name in ("a", "b", "c", "d"):
+            object.__setattr__(self, name, check_nonnegative(getattr(self, name), name))
+
+
+def _frozen(array) -> np.ndarray:
+    array = np.array(array, copy=True)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True)
+class Type2Result:
+    """A type-II maximum-likelihood fit: hyperparameters and the Gaussian weight posterior.
+
+    Attributes
+    ----------
+    likelihood : str
+        ``"gaussian"``, ``"bernoulli"``, ...
+    solver : str
+    n_basis : int
+        Columns of the design matrix the solver was given.
+    active : ndarray of int, shape (M,)
+        Columns kept (the relevance vectors and other relevant basis functions).
+    alpha : ndarray, shape (M,)
+        Their precisions, aligned with ``active``. Pruned columns have ``alpha = inf``.
+    beta : float or None
+        Noise precision (regression); ``None`` for classification.
+    mu : ndarray
+        Posterior mean of the active weights (the Laplace mode in classification).
+    precision_chol : ndarray, shape (M, M)
+        Lower Cholesky factor of ``Sigma^-1 = A + Phi^T B Phi``.
+    log_evidence : float
+        Eq. 36 at the returned hyperparameters, with the Gaussian normalising constant and
+        the Gamma hyperprior terms (Laplace approximation in classification).
+    log_evidence_path : ndarray
+        The objective after every iteration.
+    n_iter : int
+    converged : bool
+    readd_gain : ndarray, shape (n_basis - M,)
+        For every pruned column (in the order of :attr:`inactive`), the increase of the log
+        evidence if it were re-added at its optimal alpha (0 when ``q^2 <= s``): the App. B.1
+        check, in nats.
+    prior : Prior
+    noise_fixed : bool
+        Whether ``beta`` was given rather than learned.
+    """
+
+    likelihood: str
+    solver: str
+    n_basis: int
+    active: np.ndarray
+    alpha: np.ndarray
+    beta: float | None
+    mu: np.ndarray
+    precision_chol: np.ndarray
+    log_evidence: float
+    log_evidence_path: np.ndarray
+    n_iter: int
+    converged: bool
+    readd_gain: np.ndarray
+    prior: Prior = field(default_factory=Prior)
+    noise_fixed: bool = False
+
+    def __post_init__(self):
+        for name in ("active", "alpha", "mu", "precision_chol", "log_evidence_path", "readd_gain"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
+
+    @property
+    def inactive(self) -> np.ndarray:
+        """Pruned columns, ascending."""
+        return np.setdiff1d(np.arange(self.n_basis), self.active)
+
+    @property
+    def Sigma(self) -> np.ndarray:
+        """Posterior covariance ``(A + Phi^T B Phi)^-1``, from the factor by triangular solves."""
+        L = self.precision_chol
+        Linv = _linalg.solve_lower(L, np.eye(L.shape[0]))
+        return Linv.T @ Linv
+
+    @property
+    def gamma(self) -> np.ndarray:
+        """Well-determinedness ``1 - alpha_i Sigma_ii`` (Tipping 2001, eq. 17)."""
+        return 1.0 - self.alpha * _linalg.inverse_diag(self.precision_chol)
+
+    @property
+    def noise_var(self) -> float | None:
+        return None if self.beta is None else 1.0 / self.beta
+
+    def predict(self, Phi_active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predictive mean and variance (eq. 21-22) for design rows over the active columns.
+
+        For classification the variance is that of the latent function (no noise term).
+        """
+        Phi_active = np.asarray(Phi_active, dtype=np.float64)
+        if Phi_active.ndim != 2 or Phi_active.shape[1] != self.active.size:
+            raise ValueError(
+                f"expected design rows with {self.active.size} columns (the active ones), "
+                f"got shape {Phi_active.shape}"
+            )
+        return predictive(Phi_active, self.mu, self.precision_chol, self.beta)
+
+
+def initial_alpha(sq_norms: np.ndarray, t: np.ndarray, n_active: int) -> np.ndarray:
+    """Starting precisions for which the prior function variance equals ``mean(t^2)``.
+
+    ``alpha_i = M ||phi_i||^2 / (N mean(t^2))`` makes ``mean_n sum_i phi_i(x_n)^2 / alpha_i``
+    equal ``mean(t^2)``; it is invariant to rescaling ``t`` or a column of ``Phi``.
+    """
+    power = float(np.mean(t**2)) or 1.0
+    return n_active * np.maximum(sq_norms, np.finfo(float).tiny) / (t.size * power)
+
+
+def initial_noise_var(t: np.ndarray) -> float:
+    """Starting noise variance: 10% of the target variance (of ``mean(t^2)`` if constant)."""
+    spread = float(np.var(t)) or float(np.mean(t**2)) or 1.0
+    return 0.1 * spread
+
+
+def noise_var_floor(t: np.ndarray) -> float:
+    """Smallest noise variance a solver will return: ``1e-12 * mean(t^2)``.
+
+    Reached only when the data are fitted to machine precision (noise-free targets with
+    the noise learned); it keeps ``A + beta Phi^T Phi`` factorable.
+    """
+    return 1e-12 * (float(np.mean(t**2)) or 1.0)

@@ -1,0 +1,59 @@
+"""MacKay re-estimation of the hyperparameters (Tipping 2001, Sec. 2.2 and App. A.2).
+
+``alpha_i <- (gamma_i + 2a) / (mu_i^2 + 2b)`` (eq. 44) and
+``sigma^2 <- (||t - Phi mu||^2 + 2d) / (N - sum gamma + 2c)`` (eq. 46), with the basis
+function dropped when its ``gamma_i`` falls below machine precision (App. B.1).
+Fast in practice, but not guaranteed to increase the evidence at every step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayes_rvm.basis import Basis
+from bayes_rvm.solvers._base import Prior, Type2Result
+from bayes_rvm.solvers._reestimation import EPS, Rules, State, reestimate
+
+__all__ = ["fit"]
+
+
+def _alpha(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
+    # Tipping (2001) eq. 44
+    return (state.gamma + 2.0 * prior.a) / (state.mu**2 + 2.0 * prior.b)
+
+
+def _noise_var(state: State, beta: float, n: int, prior: Prior) -> float:
+    # Tipping (2001) eq. 46
+    denominator = n - float(np.sum(state.gamma)) + 2.0 * prior.c
+    return (state.rss + 2.0 * prior.d) / max(denominator, EPS)
+
+
+def _prune(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
+    # Tipping (2001) App. B.1: gamma_i below machine precision
+    return state.gamma < EPS
+
+
+RULES = Rules("mackay", _alpha, _noise_var, _prune)
+
+
+def fit(
+    basis: Basis,
+    t: np.ndarray,
+    *,
+    prior: Prior,
+    noise_var: float | None,
+    max_iter: int,
+    tol: float,
+    verbose: bool = False,
+) -> Type2Result:
+    """MacKay re-estimation from the full basis; see :func:`bayes_rvm.fit_type2`."""
+    return reestimate(
+        basis,
+        t,
+        RULES,
+        prior=prior,
+        noise_var=noise_var,
+        max_iter=max_iter,
+        tol=tol,
+        verbose=verbose,
+    )

@@ -1,0 +1,29 @@
+"""Shared fixtures. The PyTensor compile cache lives outside the clone (see STACK.md)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bayes_rvm" / "pytensor"
+if "base_compiledir" not in os.environ.get("PYTENSOR_FLAGS", ""):
+    flags = os.environ.get("PYTENSOR_FLAGS", "")
+    os.environ["PYTENSOR_FLAGS"] = f"base_compiledir={_cache}" + (f",{flags}" if flags else "")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20011)
+
+
+@pytest.fixture(scope="session")
+def sinc_data():
+    """Noisy sinc as in Tipping (2001) Sec. 4.1: 100 points on [-10, 10], uniform noise 0.2."""
+    x = np.linspace(-10, 10, 100)[:, None]
+    f = np.sinc(x[:, 0] / np.pi)
+    t = f + np.random.default_rng(1).uniform(-0.2, 0.2, 100)
+    return x, t, f
