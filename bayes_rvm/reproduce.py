@@ -339,10 +339,13 @@ def _n_vectors(model) -> int:
     return int(model.relevance_indices_.shape[0])
 
 
-def _converged(model) -> bool:
+def _converged(model) -> bool | None:
+    """Whether the final RVM fit converged (None when the estimator does not say)."""
     if isinstance(model, OneVsRestClassifier):
-        return all(_converged(m) for m in model.estimators_)
-    return bool(model.result_.converged)
+        flags = [_converged(m) for m in model.estimators_]
+        return None if None in flags else all(flags)
+    result = getattr(model, "result_", None)
+    return None if result is None else bool(result.converged)
 
 
 def _fit(search: GridSearchCV, row: Row, split: Split) -> dict:
@@ -458,6 +461,11 @@ def run_rows(
 # ---------------------------------------------------------------- table
 
 
+def _mean_ratio(pairs: list[tuple[float, float]]) -> float:
+    """Mean of ``rvm / svm`` over rows; NaN when an SVM value is 0 (no ratio defined)."""
+    return float(np.mean([rvm / svm if svm else math.nan for rvm, svm in pairs]))
+
+
 def normalised_means(results: list[RowResult], task: str) -> dict | None:
     """RVM / SVM mean error and vectors, averaged over the rows the paper averages.
 
@@ -473,15 +481,13 @@ def normalised_means(results: list[RowResult], task: str) -> dict | None:
         return None
     return {
         "rows": [r.row.key for r in rows],
-        "error": float(np.mean([r.mean("rvm", "error") / r.mean("svm", "error") for r in rows])),
-        "vectors": float(
-            np.mean([r.mean("rvm", "vectors") / r.mean("svm", "vectors") for r in rows])
+        "error": _mean_ratio([(r.mean("rvm", "error"), r.mean("svm", "error")) for r in rows]),
+        "vectors": _mean_ratio(
+            [(r.mean("rvm", "vectors"), r.mean("svm", "vectors")) for r in rows]
         ),
-        "paper_error": float(
-            np.mean([r.row.paper.rvm_error / r.row.paper.svm_error for r in rows])
-        ),
-        "paper_vectors": float(
-            np.mean([r.row.paper.rvm_vectors / r.row.paper.svm_vectors for r in rows])
+        "paper_error": _mean_ratio([(r.row.paper.rvm_error, r.row.paper.svm_error) for r in rows]),
+        "paper_vectors": _mean_ratio(
+            [(r.row.paper.rvm_vectors, r.row.paper.svm_vectors) for r in rows]
         ),
         "paper_table": PAPER_NORMALISED_MEANS[task],
     }
@@ -501,7 +507,7 @@ def table_rows(results: list[RowResult]) -> list[dict]:
     out = []
     for r in results:
         paper = r.row.paper
-        not_converged = sum(not run["rvm_converged"] for run in r.runs if "rvm_converged" in run)
+        not_converged = sum(run.get("rvm_converged") is False for run in r.runs)
         out.append(
             {
                 "row": r.row.key,

