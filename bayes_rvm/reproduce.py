@@ -138,7 +138,7 @@ class Protocol:
 PROTOCOLS = {
     "full": Protocol(
         name="full",
-        gamma_factors=tuple(2.0**k for k in range(-6, 3)),
+        gamma_factors=tuple(2.0**k for k in range(-8, 4)),
         svm_C=(1.0, 10.0, 100.0, 1000.0),
         svm_epsilon=(0.01, 0.1, 0.3),
         rvm_max_iter=2000,
