@@ -1,126 +1,24 @@
-"""Command line: ``python -m bayes_rvm COMMAND``.
-
-Commands are looked up in :data:`COMMANDS`; ``python -m bayes_rvm --help`` lists them.
-"""
+"""Command line: ``python -m bayes_rvm <command> [options]`` (also ``bayes-rvm``)."""
 
 from __future__ import annotations
 
 import argparse
-import time
-from pathlib import Path
+import sys
 
-import numpy as np
+from bayes_rvm import demo, reproduce
 
-__all__ = ["COMMANDS", "main"]
-
-
-def _sinc(x):
-    return np.sinc(x / np.pi)  # sin(x) / x
-
-
-def demo(args: argparse.Namespace) -> int:
-    """Tipping (2001) Sec. 4.1 and the Sec. 4.4 sinc rows, ours beside the paper's."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from bayes_rvm import RVR
-
-    x = np.linspace(-10, 10, 100)[:, None]
-    f = _sinc(x[:, 0])
-    x_test = np.linspace(-10, 10, 1000)[:, None]
-    f_test = _sinc(x_test[:, 0])
-    rng = np.random.default_rng(args.seed)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-
-    print("bayes_rvm demo: the sinc examples of Tipping (2001), solver =", args.solver)
-    print(f"{'experiment':44s} {'ours':>22s}   {'paper':>22s}")
-
-    start = time.perf_counter()
-    fig1 = RVR(kernel="linear_spline", noise_var=0.01**2, solver=args.solver).fit(x, f)
-    max_err = np.max(np.abs(fig1.predict(x_test) - f_test))
-    print(
-        f"{'Fig. 1: noise-free, linear spline, sd=0.01':44s} "
-        f"{len(fig1.relevance_indices_):3d} RVs, max err {max_err:.4f}   "
-        f"  9 RVs, max err 0.0070   ({time.perf_counter() - start:.2f} s)"
-    )
-    from bayes_rvm.plotting import plot_regression_1d
-
-    plot_regression_1d(
-        fig1, x, f, truth=_sinc, ax=axes[0], title="Fig. 1: noise-free sinc, noise fixed at 0.01"
-    )
-
-    start = time.perf_counter()
-    t2 = f + rng.uniform(-0.2, 0.2, f.size)
-    fig2 = RVR(kernel="linear_spline", solver=args.solver).fit(x, t2)
-    rms = np.sqrt(np.mean((fig2.predict(x_test) - f_test) ** 2))
-    print(
-        f"{'Fig. 2: uniform noise [-0.2, 0.2], spline':44s} "
-        f"{len(fig2.relevance_indices_):3d} RVs, RMS {rms:.4f}       "
-        f"  6 RVs, RMS 0.0245       ({time.perf_counter() - start:.2f} s)"
-    )
-    plot_regression_1d(
-        fig2,
-        x,
-        t2,
-        truth=_sinc,
-        ax=axes[1],
-        title=f"Fig. 2: uniform noise, noise sd learned ({np.sqrt(fig2.noise_var_):.3f})",
-    )
-
-    # Sec. 4.4 rows: Gaussian kernel; the paper picks its width by 5-fold CV (see
-    # `python -m bayes_rvm reproduce`), the demo uses r = 2 (gamma = 0.25).
-    rows = [
-        ("Gaussian noise, sd 0.1", lambda: rng.normal(0, 0.1, f.size), 0.326, 6.7),
-        ("uniform noise in [-0.1, 0.1]", lambda: rng.uniform(-0.1, 0.1, f.size), 0.187, 7.0),
-    ]
-    for name, noise, paper_err, paper_vectors in rows:
-        start = time.perf_counter()
-        rms, vectors = [], []
-        for _ in range(args.repeats):
-            model = RVR(kernel="rbf", gamma=0.25, solver=args.solver).fit(x, f + noise())
-            rms.append(np.sqrt(np.mean((model.predict(x_test) - f_test) ** 2)))
-            vectors.append(len(model.relevance_indices_))
-        print(
-            f"{'Sec. 4.4 sinc, ' + name:44s} "
-            f"{np.mean(vectors):5.1f} RVs, RMS {np.mean(rms):.4f}     "
-            f"{paper_vectors:5.1f} RVs, err {paper_err:.3f}*    "
-            f"({args.repeats} draws, {time.perf_counter() - start:.2f} s)"
-        )
-    print("* the paper's sinc error column is 10 x the RMS error (see docs/reproduction.md)")
-    fig.tight_layout()
-    path = out / "demo_sinc.png"
-    fig.savefig(path, dpi=110)
-    print(f"figure with the relevance vectors circled: {path}")
-    return 0
-
-
-#: name -> (function, help, argument adder)
-COMMANDS = {
-    "demo": (
-        demo,
-        "fit the paper's sinc examples and save a figure",
-        lambda p: (
-            p.add_argument("--solver", default="mackay", help="type-II solver"),
-            p.add_argument("--repeats", type=int, default=20, help="noise draws per sinc row"),
-            p.add_argument("--seed", type=int, default=0),
-            p.add_argument("--out", default="out", help="folder for the figure"),
-        ),
-    ),
-}
+#: command name -> module with ``HELP``, ``configure(parser)`` and ``run(args) -> int``
+COMMANDS = {"demo": demo, "reproduce": reproduce}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bayes_rvm", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, (_, help_text, add_arguments) in COMMANDS.items():
-        add_arguments(sub.add_parser(name, help=help_text))
+    parser = argparse.ArgumentParser(prog="python -m bayes_rvm")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+    for name, module in COMMANDS.items():
+        module.configure(commands.add_parser(name, help=module.HELP, description=module.HELP))
     args = parser.parse_args(argv)
-    return COMMANDS[args.command][0](args)
+    return COMMANDS[args.command].run(args)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())
