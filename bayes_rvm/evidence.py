@@ -32,6 +32,7 @@ __all__ = [
     "optimal_alpha",
     "own_sparsity_quality",
     "posterior_sparsity_quality",
+    "shared_alpha_gain",
     "sparsity_quality",
 ]
 
@@ -214,13 +215,9 @@ def delta_add_shared(S: np.ndarray, Q: np.ndarray, alpha_max: float = 1e12) -> n
     """Gain from adding an inactive column whose ``K`` weights share one ``alpha``.
 
     ``S`` holds the ``K x K`` sparsity matrices ``Phi_m^T C^-1 Phi_m`` and ``Q`` the
-    quality vectors. In the eigenbasis of ``S_m`` the evidence in ``alpha`` is a sum of
-    ``K`` one-output terms ``l_j(alpha) - l_j(inf) = 0.5 [log(alpha / (alpha + s_j)) +
-    q_j^2 / (alpha + s_j)]`` (Faul & Tipping 2002, eq. 15), maximised over
-    ``log alpha`` numerically by a bounded Brent search (no closed form for ``K > 1``; the
-    sum need not be unimodal, so this is a lower bound on the best gain) up to ``alpha_max``, the
-    App. B.1 pruning threshold. ``0`` when every ``q_j^2 <= s_j`` (the sum then increases
-    to ``alpha = inf``). With ``K = 1`` this is :func:`delta_add`.
+    quality vectors; in the eigenbasis of ``S_m`` the evidence in ``alpha`` is a sum of
+    one-output terms, maximised by :func:`shared_alpha_gain`. With ``K = 1`` this is
+    :func:`delta_add`.
 
     Parameters
     ----------
@@ -233,8 +230,32 @@ def delta_add_shared(S: np.ndarray, Q: np.ndarray, alpha_max: float = 1e12) -> n
     ndarray of shape (n,), nats
     """
     s, V = np.linalg.eigh(S)
-    q2 = np.einsum("mkj,mk->mj", V, Q) ** 2
-    gains = np.zeros(S.shape[0])
+    q = np.einsum("mkj,mk->mj", V, Q)
+    return shared_alpha_gain(s, q**2, alpha_max)
+
+
+def shared_alpha_gain(s: np.ndarray, q2: np.ndarray, alpha_max: float = 1e12) -> np.ndarray:
+    """``max_alpha l(alpha) - l(inf)`` for ``K`` outputs sharing one ``alpha``.
+
+    In the eigenbasis of the ``K x K`` sparsity matrix the evidence in ``alpha`` is a sum
+    of one-output terms ``l_j(alpha) - l_j(inf) = 0.5 [log(alpha / (alpha + s_j)) +
+    q_j^2 / (alpha + s_j)]`` (Faul & Tipping 2002, eq. 15). There is no closed form for
+    ``K > 1``: the maximum over ``log alpha`` up to ``alpha_max`` (the App. B.1 pruning
+    threshold) is found by a bounded Brent search. The sum need not be unimodal, so the
+    value is a lower bound on the best gain. ``0`` when the evidence increases all the
+    way to ``alpha = inf`` (for instance when every ``q_j^2 <= s_j``).
+
+    Parameters
+    ----------
+    s, q2 : arrays of shape (n, K)
+        ``s_j`` and ``q_j^2`` in the eigendirections.
+    alpha_max : float
+
+    Returns
+    -------
+    ndarray of shape (n,), nats
+    """
+    gains = np.zeros(s.shape[0])
     for m in np.flatnonzero(np.any((q2 > s) & (s > 0), axis=1)):
         sm, qm = np.maximum(s[m], 0.0), q2[m]
 
@@ -251,7 +272,7 @@ def delta_add_shared(S: np.ndarray, Q: np.ndarray, alpha_max: float = 1e12) -> n
         if lower >= upper:
             continue
         best = minimize_scalar(negative_gain, bounds=(lower, upper), method="bounded")
-        gains[m] = max(0.0, -float(best.fun))
+        gains[m] = max(0.0, -float(best.fun), -negative_gain(lower))
     return gains
 
 

@@ -23,6 +23,7 @@ from bayes_rvm.evidence import (
     hyperprior_log_density,
     log_evidence_gaussian,
     posterior_sparsity_quality,
+    shared_alpha_gain,
     sparsity_quality,
 )
 from bayes_rvm.posterior import gaussian_posterior
@@ -194,7 +195,9 @@ class LaplaceStep:
             S, Q = sparsity_quality(cross, own[:, 0, 0], weighted_t, state.L, state.mu)
             return delta_add(S, Q)
         n_in, K = inactive.size, self.K
-        Z = _linalg.solve_lower(state.L, cross.T).reshape(-1, n_in, K)
+        Z = np.zeros((0, n_in, K))
+        if active.size:
+            Z = _linalg.solve_lower(state.L, cross.T).reshape(active.size * K, n_in, K)
         # Tipping & Faul (2003) eq. 24, K x K: phi^T B phi - phi^T B Phi Sigma Phi^T B phi
         S = own - np.einsum("imk,iml->mkl", Z, Z)
         return delta_add_shared(S, Q)
@@ -212,17 +215,23 @@ def unbounded_negligible(state: State, alpha: np.ndarray, prior: Prior) -> np.nd
 
     True where ``gamma_i < NEGLIGIBLE_GAMMA`` (the weight's posterior is within 0.1% of its
     prior) and ``q_i^2 <= s_i`` (Faul & Tipping 2002, Sec. 3: eq. 17 has no finite root;
-    with ``K`` outputs sharing ``alpha_i``, in every eigendirection). Setting such an
+    with ``K`` outputs sharing ``alpha_i``: no finite ``alpha_i`` gives a higher evidence,
+    :func:`~bayes_rvm.evidence.shared_alpha_gain`). Setting such an
     ``alpha_i`` to infinity is an exact coordinate-ascent step; waiting for a small
     ``gamma_i`` keeps it from being taken greedily before the other weights settle. With
     a proper Gamma prior (``a`` or ``b`` > 0) every optimum is finite: never.
     """
     if prior.a or prior.b:
         return np.zeros(alpha.shape, dtype=bool)
+    negligible = state.gamma < NEGLIGIBLE_GAMMA
     # Faul & Tipping (2002): with Sigma_ii = 1 / (alpha_i + s_i), mu_i = q_i Sigma_ii
     s, q = posterior_sparsity_quality(state.sigma, state.mu, alpha)
-    unbounded = np.all((q**2 <= s).reshape(alpha.size, -1), axis=1)
-    return (state.gamma < NEGLIGIBLE_GAMMA) & unbounded
+    if s.ndim == 1:
+        return negligible & (q**2 <= s)
+    # K outputs: no finite alpha_i beats alpha_i = inf
+    unbounded = np.zeros(alpha.shape, dtype=bool)
+    unbounded[negligible] = shared_alpha_gain(s[negligible], q[negligible] ** 2) <= 0.0
+    return unbounded
 
 
 def reestimate(
