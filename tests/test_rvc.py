@@ -197,3 +197,17 @@ def test_predicted_probabilities_are_calibrated():
 @pytest.mark.slow
 def test_check_estimator_default_rvc():
     check_estimator(RVC())
+
+
+def test_everything_pruned_predicts_one_half():
+    """Balanced labels and a basis that carries no information: every column goes."""
+    Phi = np.random.default_rng(0).normal(size=(30, 2)) * 1e-3
+    t = np.arange(30) % 2
+    with pytest.warns(UserWarning, match="every basis function was pruned"):
+        fit = fit_type2(Phi, t, likelihood="bernoulli")
+    assert fit.active.size == 0
+    # log evidence of the empty model: N log(1/2)
+    assert fit.log_evidence == pytest.approx(30 * np.log(0.5), rel=1e-12)
+    mean, var = fit.predict(np.zeros((4, 0)))
+    np.testing.assert_array_equal(mean, 0.0)
+    np.testing.assert_array_equal(var, 0.0)
