@@ -22,7 +22,7 @@ from bayes_rvm.laplace import Bernoulli, Categorical
 from bayes_rvm.solvers import em, mackay
 from bayes_rvm.solvers._base import Prior, Type2Result
 
-__all__ = ["LIKELIHOODS", "SOLVERS", "Prior", "Type2Result", "fit_type2"]
+__all__ = ["CLASSIFICATION_SOLVERS", "LIKELIHOODS", "SOLVERS", "Prior", "Type2Result", "fit_type2"]
 
 #: solver name -> (fit function, default max_iter)
 SOLVERS = {
@@ -42,6 +42,10 @@ LIKELIHOODS = {
     "bernoulli": Bernoulli,
     "categorical": Categorical,
 }
+
+
+#: Solvers whose fit function takes a classification likelihood (``link=``).
+CLASSIFICATION_SOLVERS = ("mackay", "em")
 
 
 def _lookup(table, name, what: str):
@@ -130,6 +134,11 @@ def fit_type2(
     prior = Prior(a, b, c, d)
     noise_var = check_noise_var(noise_var)
     link = make_link(t)
+    if link is not None and solver not in CLASSIFICATION_SOLVERS:
+        raise ValueError(
+            f"solver {solver!r} does not support likelihood={likelihood!r}; use one of "
+            f"{', '.join(repr(name) for name in CLASSIFICATION_SOLVERS)}"
+        )
     if link is not None and noise_var is not None:
         raise ValueError(
             f"noise_var applies to the gaussian likelihood only; got noise_var={noise_var} "
