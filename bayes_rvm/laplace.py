@@ -211,7 +211,8 @@ def posterior_mode(
     Each step solves ``(Phi^T B Phi + A) delta = Phi^T (t - y) - A w`` by Cholesky and
     halves the step until eq. 24 does not decrease. The iteration stops once the Newton
     step is below ``tol (1 + max |w|)``; that last step is still taken, so that the
-    gradient at the returned mode is of the order of the step squared.
+    gradient at the returned mode is of the order of the step squared, and the Cholesky
+    factor of the Hessian just before it is returned (one factorisation per step).
 
     Parameters
     ----------
@@ -257,10 +258,12 @@ def posterior_mode(
         L = _linalg.cholesky(_precision(Phi, link, y, prior_diag))
         delta = _linalg.cho_solve(L, grad).reshape(shape)
         if np.max(np.abs(delta), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0)):
+            # The last, tiny step is taken; the factor of the Hessian one step of at most
+            # tol (1 + max|w|) before it is kept (relative change of order tol).
             w = w + delta
             f, data, F = _objective(Phi, link, prior_diag, w)
             converged = True
-            break
+            return LaplaceMode(w, L, data, f, link.mean(F), n_iter, converged)
         step = 1.0
         while True:
             f_new, data_new, F_new = _objective(Phi, link, prior_diag, w + step * delta)
@@ -270,7 +273,7 @@ def posterior_mode(
         if f_new < f:
             # No ascent even along a tiny Newton step: the mode is found to rounding.
             converged = float(grad @ delta.ravel()) <= 1e-12 * (1.0 + abs(f))
-            break
+            return LaplaceMode(w, L, data, f, y, n_iter, converged)
         w, f, data, F = w + step * delta, f_new, data_new, F_new
     y = link.mean(F)
     L = _linalg.cholesky(_precision(Phi, link, y, prior_diag))
