@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bayes_rvm import reproduce
+from bayes_rvm import demo, reproduce
 
 #: command name -> module with ``HELP``, ``configure(parser)`` and ``run(args) -> int``
-COMMANDS = {"reproduce": reproduce}
+COMMANDS = {"demo": demo, "reproduce": reproduce}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -60,6 +60,8 @@ class State:
     ``gamma_m = sum_k (1 - alpha_m Sigma_mk,mk)``. ``rss`` is ``None`` in classification.
     """
 
+    alpha: np.ndarray
+    beta: float
     L: np.ndarray
     mu: np.ndarray
     sigma_diag: np.ndarray
@@ -86,6 +88,50 @@ class State:
     def sigma(self) -> np.ndarray:
         """Posterior marginals per basis function: variances, or ``K x K`` blocks."""
         return self.sigma_diag if self.sigma_blocks is None else self.sigma_blocks
+
+    @property
+    def s(self) -> np.ndarray:
+        """``s_i``, from ``Sigma_ii = 1 / (alpha_i + s_i)`` (Faul & Tipping 2002).
+
+        Shape ``(M, K)`` with ``K`` outputs: one per eigendirection of the ``K x K`` block
+        (:func:`~bayes_rvm.evidence.posterior_sparsity_quality`).
+        """
+        return posterior_sparsity_quality(self.sigma, self.mu, self.alpha)[0]
+
+    @property
+    def q(self) -> np.ndarray:
+        """``q_i``, from ``mu_i = q_i Sigma_ii`` (Faul & Tipping 2002); see :attr:`s`."""
+        return posterior_sparsity_quality(self.sigma, self.mu, self.alpha)[1]
+
+    def unbounded(self, candidates: np.ndarray | None = None) -> np.ndarray:
+        """Columns for which ``alpha_i = inf`` maximises the objective given the rest.
+
+        ``q_i^2 <= s_i`` (Faul & Tipping 2002, eq. 17 has no finite root); with ``K``
+        outputs sharing ``alpha_i``, no finite ``alpha_i`` beats infinity
+        (:func:`~bayes_rvm.evidence.shared_alpha_gain`). Only ``candidates`` (a mask) are
+        examined when given.
+        """
+        mask = np.ones(self.alpha.shape, dtype=bool) if candidates is None else candidates
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s, q = posterior_sparsity_quality(self.sigma, self.mu, self.alpha)
+        if s.ndim == 1:
+            return mask & (q**2 <= s)
+        result = np.zeros(self.alpha.shape, dtype=bool)
+        result[mask] = shared_alpha_gain(s[mask], q[mask] ** 2) <= 0.0
+        return result
+
+    def gradient(self, prior: Prior, n: int, noise_learned: bool) -> float:
+        """Largest absolute gradient of the objective w.r.t. ``log alpha_i`` and ``log beta``."""
+        # Tipping (2001) eq. 42 (Bishop 2006, eq. 7.115 in classification; K weights
+        # sharing alpha_i: K in place of 1 and sums over the K weights)
+        g_alpha = 0.5 * (self.n_outputs - self.alpha * (self.weight_sq + self.variance_sum))
+        g_alpha += prior.a - prior.b * self.alpha
+        largest = float(np.max(np.abs(g_alpha))) if g_alpha.size else 0.0
+        if noise_learned:
+            # Tipping (2001) eq. 45, times beta: d L / d log beta
+            g_beta = 0.5 * (n - self.beta * self.rss - float(np.sum(self.gamma)))
+            largest = max(largest, abs(g_beta + prior.c - prior.d * self.beta))
+        return largest
 
 
 @dataclass(frozen=True)
@@ -127,7 +173,7 @@ class GaussianStep:
             alpha, None if self.noise_var is not None else beta, prior.a, prior.b, prior.c, prior.d
         )
         # Tipping (2001) eq. 17: gamma_i = 1 - alpha_i Sigma_ii
-        return State(L, mu, sigma_diag, 1.0 - alpha * sigma_diag, rss, log_ev)
+        return State(alpha, beta, L, mu, sigma_diag, 1.0 - alpha * sigma_diag, rss, log_ev)
 
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
         # App. B.1: would re-adding a pruned column raise the evidence?
@@ -176,7 +222,9 @@ class LaplaceStep:
         variance_sum = sigma_diag if K == 1 else np.sum(sigma_diag, axis=1)
         # Tipping (2001) eq. 17, summed over the K weights sharing alpha_m
         gamma = K - alpha * variance_sum
-        return State(mode.precision_chol, mode.mu, sigma_diag, gamma, None, log_ev, blocks)
+        return State(
+            alpha, None, mode.precision_chol, mode.mu, sigma_diag, gamma, None, log_ev, blocks
+        )
 
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
         inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
@@ -223,15 +271,7 @@ def unbounded_negligible(state: State, alpha: np.ndarray, prior: Prior) -> np.nd
     """
     if prior.a or prior.b:
         return np.zeros(alpha.shape, dtype=bool)
-    negligible = state.gamma < NEGLIGIBLE_GAMMA
-    # Faul & Tipping (2002): with Sigma_ii = 1 / (alpha_i + s_i), mu_i = q_i Sigma_ii
-    s, q = posterior_sparsity_quality(state.sigma, state.mu, alpha)
-    if s.ndim == 1:
-        return negligible & (q**2 <= s)
-    # K outputs: no finite alpha_i beats alpha_i = inf
-    unbounded = np.zeros(alpha.shape, dtype=bool)
-    unbounded[negligible] = shared_alpha_gain(s[negligible], q[negligible] ** 2) <= 0.0
-    return unbounded
+    return state.unbounded(state.gamma < NEGLIGIBLE_GAMMA)
 
 
 def reestimate(
@@ -252,8 +292,13 @@ def reestimate(
     regression) or the Laplace approximation at the IRLS mode, warm-started from the
     previous mode (``link`` a classification likelihood holding the targets ``t``).
 
-    Converged when no column is pruned and ``max |delta log alpha|`` and
-    ``|delta log beta|`` fall below ``tol``.
+    Converged when no column is pruned and every partial derivative of the objective
+    with respect to ``log alpha_i`` (eq. 42) and ``log beta`` (eq. 45) is below ``tol`` in
+    absolute value. The gradient, unlike the step size, also becomes small for an
+    ``alpha_i`` that drifts slowly to infinity (its derivative is about
+    ``(s_i - q_i^2) / (2 alpha_i)``). With the improper default prior, such columns
+    (``q_i^2 <= s_i``) are then deleted: for each, ``alpha_i = inf`` maximises the objective
+    given the rest, so the deletion is an exact coordinate-ascent step (Faul & Tipping 2002).
     """
     Phi = basis.toarray()
     n, n_basis = Phi.shape
@@ -267,38 +312,43 @@ def reestimate(
         learn_noise, beta = False, None
     active = np.arange(n_basis)
     alpha = step.initial_alpha()
+    improper = prior.a == 0 and prior.b == 0
 
     path: list[float] = []
     converged = False
     state = step.state(active, alpha, beta, None)
     for iteration in range(1, max_iter + 1):
         path.append(state.log_evidence)
+        gradient = state.gradient(prior, n, learn_noise)
+        if verbose and (iteration % 50 == 0 or iteration == 1):
+            print(
+                f"[{rules.name}] iter {iteration}: M={active.size} "
+                f"log evidence={state.log_evidence:.6f} max gradient={gradient:.2e}"
+            )
         with np.errstate(divide="ignore", invalid="ignore"):
             alpha_new = rules.alpha(state, alpha, prior)
-        beta_new = beta
-        if learn_noise:
-            beta_new = 1.0 / max(rules.noise_var(state, beta, n, prior), floor)
-        drop = rules.prune(state, alpha, prior) | ~np.isfinite(alpha_new) | (alpha_new <= 0)
+            drop = rules.prune(state, alpha, prior) | ~np.isfinite(alpha_new) | (alpha_new <= 0)
         if step.laplace:
             # Tipping (2001) App. B.1: in classification delete weights with alpha > 1e12,
             # or as soon as the step to alpha = inf is exact (MacKay's updates approach
             # it only geometrically, with ratio s / q^2, slowly when q^2 ~ s)
             drop |= (alpha_new > ALPHA_MAX) | unbounded_negligible(state, alpha, prior)
-        change = abs(np.log(beta_new / beta)) if learn_noise else 0.0
-        if (~drop).any():
-            change = max(change, float(np.max(np.abs(np.log(alpha_new[~drop] / alpha[~drop])))))
-        if verbose and (iteration % 50 == 0 or iteration == 1):
-            print(
-                f"[{rules.name}] iter {iteration}: M={active.size} "
-                f"log evidence={state.log_evidence:.6f} change={change:.2e}"
-            )
-        if not drop.any() and change < tol:
+        if not drop.any() and gradient < tol:
             converged = True
             break
-        active, alpha, beta = active[~drop], alpha_new[~drop], beta_new
+        if learn_noise:
+            beta = 1.0 / max(rules.noise_var(state, beta, n, prior), floor)
+        active, alpha = active[~drop], alpha_new[~drop]
         state = step.state(active, alpha, beta, state.mu[~drop])
     else:
         path.append(state.log_evidence)
+
+    if improper:
+        drifting = state.unbounded()
+        if drifting.any():
+            active, alpha = active[~drifting], alpha[~drifting]
+            state = step.state(active, alpha, beta, state.mu[~drifting])
+            path.append(state.log_evidence)
 
     return Type2Result(
         likelihood=step.likelihood,
