@@ -286,7 +286,8 @@ or callable, default="rbf"
         either way.
     max_iter : int, optional
     tol : float, default=1e-6
-        Convergence threshold on ``log alpha``.
+        Convergence threshold on the gradient of the (Laplace) log evidence with respect
+        to ``log alpha`` (see :func:`bayes_rvm.fit_type2`).
     verbose : bool, default=False
 
     Attributes
