@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.special import expit
-from sklearn.utils.estimator_checks import check_estimator
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayes_rvm import RVC, RVR, fit_type2
 from bayes_rvm.kernels import RBF
@@ -206,8 +206,10 @@ def test_predicted_probabilities_are_calibrated():
 
 
 @pytest.mark.slow
-def test_check_estimator_default_rvc():
-    check_estimator(RVC())
+@parametrize_with_checks([RVC()])
+def test_check_estimator_default_rvc(estimator, check):
+    """scikit-learn's estimator checks on the default RVC (about 30 s in all: slow tier)."""
+    check(estimator)
 
 
 def test_everything_pruned_predicts_one_half():
