@@ -18,13 +18,14 @@ from bayes_rvm._validation import (
     check_target,
 )
 from bayes_rvm.basis import Basis, as_basis
-from bayes_rvm.solvers import em, mackay
+from bayes_rvm.solvers import em, mackay, sequential
 from bayes_rvm.solvers._base import Prior, Type2Result
 
 __all__ = ["LIKELIHOODS", "SOLVERS", "Prior", "Type2Result", "fit_type2"]
 
 #: solver name -> (fit function, default max_iter)
 SOLVERS = {
+    "sequential": (sequential.fit, 100_000),
     "mackay": (mackay.fit, 10_000),
     "em": (em.fit, 100_000),
 }
