@@ -112,8 +112,11 @@ or callable, default="rbf"
         Polynomial offset.
     bias : bool, default=True
         Add a constant basis function (its weight is ``intercept_``).
-    solver : {"mackay", "em"}, default="mackay"
-        Type-II optimiser (:func:`bayes_rvm.fit_type2`).
+    solver : {"sequential", "mackay", "em"}, default="sequential"
+        Type-II optimiser (:func:`bayes_rvm.fit_type2`). "sequential" (Tipping & Faul 2003)
+        adds, re-estimates and deletes one basis function at a time and never forms the
+        ``N x N`` kernel matrix; it needs ``a = b = 0``. "mackay" and "em" start from the
+        full basis and accept Gamma priors on ``alpha``.
     a, b : float, default=0.0
         Gamma hyperprior on each ``alpha_i``.
     c, d : float, default=0.0
@@ -123,7 +126,8 @@ or callable, default="rbf"
     max_iter : int, optional
         Solver iteration limit (solver default when ``None``).
     tol : float, default=1e-6
-        Convergence threshold on ``log alpha`` and ``log beta``.
+        Convergence threshold: on ``log alpha`` and ``log beta`` for "mackay" and "em", on
+        the largest possible gain of the log evidence (nats) for "sequential".
     verbose : bool, default=False
 
     Attributes
@@ -172,7 +176,7 @@ or callable, default="rbf"
         degree=3,
         coef0=1.0,
         bias=True,
-        solver="mackay",
+        solver="sequential",
         a=0.0,
         b=0.0,
         c=0.0,

@@ -45,7 +45,7 @@ def fit_type2(
     Phi: np.ndarray | Basis,
     t,
     likelihood: str = "gaussian",
-    solver: str = "mackay",
+    solver: str = "sequential",
     *,
     a: float = 0.0,
     b: float = 0.0,
@@ -70,8 +70,11 @@ def fit_type2(
     t : array of shape (N,)
         Targets.
     likelihood : {"gaussian"}
-    solver : {"mackay", "em"}
-        Re-estimation rule (see :data:`SOLVERS`).
+    solver : {"sequential", "mackay", "em"}
+        Type-II optimiser (see :data:`SOLVERS`): "sequential" (default; Tipping & Faul
+        2003, needs ``a = b = 0``) grows the model one basis function at a time and keeps
+        ``O(N M)`` memory; "mackay" (eq. 44, 46) and "em" (eq. 48, 50) re-estimate every
+        hyperparameter from the full basis.
     a, b : float
         ``alpha_i ~ Gamma(a, b)``; 0 is the paper's uniform prior over ``log alpha``.
     c, d : float
@@ -81,7 +84,9 @@ def fit_type2(
     max_iter : int, optional
         Iteration limit (the solver's default when ``None``).
     tol : float
-        Convergence threshold on the largest change of ``log alpha`` and ``log beta``.
+        Convergence threshold: the largest change of ``log alpha`` and ``log beta``
+        ("mackay", "em"), the largest possible gain of the log evidence in nats
+        ("sequential").
     verbose : bool
         Print progress.
 

@@ -81,10 +81,12 @@ from bayes_rvm.evidence import (
 )
 from bayes_rvm.solvers._base import Prior, Type2Result, initial_noise_var, noise_var_floor
 
-__all__ = ["BETA_EVERY", "PREFETCH", "fit"]
+__all__ = ["BETA_EVERY", "CACHE_BYTES", "PREFETCH", "fit"]
 
 #: Columns whose products ``Phi^T phi_j`` one pass over the basis computes together.
-PREFETCH = 48
+PREFETCH = 64
+#: Bytes the cache of fetched columns and cross products may hold (at least 2 PREFETCH).
+CACHE_BYTES = 48 * 2**20
 #: Steps between two noise re-estimates while the ``alpha`` steps have not converged.
 BETA_EVERY = 8
 #: Smallest positive float: ``1 - sum gamma`` guard in the noise update.
@@ -97,14 +99,16 @@ class _CrossCache:
     A request for a column that is not stored triggers one pass over the basis that also
     computes the products of the ``size - 1`` best-ranked other candidates; columns that
     leave the active set are stored back, since they are often re-added. At most
-    ``2 * size`` columns are kept (the oldest are dropped), so memory stays
-    ``O((N + n_basis) size)``.
+    ``keep`` columns are kept (the oldest are dropped): :data:`CACHE_BYTES` worth, and
+    never fewer than ``2 * size``.
     """
 
     def __init__(self, basis: Basis, scales: np.ndarray, size: int):
         self.basis = basis
         self.scales = scales
         self.size = size
+        per_column = 8 * (basis.n_rows + basis.n_columns)
+        self.keep = max(2 * size, CACHE_BYTES // per_column)
         self.store: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.passes = 0
 
@@ -123,7 +127,7 @@ class _CrossCache:
 
     def put(self, j: int, column: np.ndarray, cross: np.ndarray) -> None:
         self.store[j] = (column, cross)
-        while len(self.store) > 2 * self.size:
+        while len(self.store) > self.keep:
             del self.store[next(iter(self.store))]
 
 
@@ -172,7 +176,7 @@ class _Workspace:
 
     def add(self, j: int, alpha_j: float, column: np.ndarray, cross: np.ndarray) -> None:
         """Make column ``j`` active with precision ``alpha_j``."""
-        if self.M == self.index.size:
+        if self.index.size == self.M:
             self._grow()
         M, beta = self.M, self.beta
         C, Sigma = self.C[:, :M], self.Sigma[:M, :M]
@@ -354,7 +358,7 @@ def fit(
             f"closed-form update maximises the evidence alone); got a={prior.a}, "
             f"b={prior.b}: use solver='mackay' or solver='em' for a Gamma prior on alpha"
         )
-    n, n_basis = basis.shape
+    n_basis = basis.n_columns
     noise_fixed = noise_var is not None
     floor = noise_var_floor(t)
     beta = 1.0 / (noise_var if noise_fixed else initial_noise_var(t))
@@ -390,11 +394,9 @@ def fit(
     # Start from the single column with the largest gain (Bishop 2006, Sec. 7.2.2 step 2).
     gain, alpha_new = _candidate_gains(ws, position, alpha_full)
     first = int(np.argmax(np.where(usable, gain, -np.inf)))
-    if np.isfinite(alpha_new[first]):
-        first_alpha = float(alpha_new[first])
-    else:  # no column is supported at the initial noise: any finite start, deleted next
-        first_alpha = float(ws.S[first])
-    do_add(first, first_alpha, ranking(gain))
+    # with no column supported at the initial noise, any finite start (deleted next)
+    first_alpha = alpha_new[first] if np.isfinite(alpha_new[first]) else ws.S[first]
+    do_add(first, float(first_alpha), ranking(gain))
     L = ws.refresh(beta)
     log_ev = _log_evidence(ws, L, prior, noise_fixed)
     path = [log_ev]
@@ -412,7 +414,8 @@ def fit(
             if swap_gain > tol and steps < max_iter:
                 steps += 1
                 since_noise += 1
-                log_ev += float(gain[ws.index[i]])
+                p = ws.index[i]
+                log_ev += float(delta_delete(ws.S[p], ws.Q[p], ws.alpha[i]))
                 path.append(log_ev)
                 do_delete(i)
                 continue
