@@ -11,25 +11,27 @@ column index). The posterior and ``S, Q`` of every candidate follow each step by
 (Sherman-Morrison) updates in ``O(n_basis M)``; only a noise update refreshes them from a
 new Cholesky factor.
 
-Why other sequential implementations stall, and what this one does instead
---------------------------------------------------------------------------
-On Friedman #1 (N=2000, RBF gamma=0.1) existing implementations stop with a noise sd
-near 1.6 instead of 1.0 and about 570 nats below the MacKay/EM optimum. Their noise
-variance starts at a fraction of ``var(t)`` (0.1 var(t) gives sd 1.58 there) and is
-re-estimated only every few steps after a burn-in, while termination looks at the
-``alpha`` updates alone (no add/delete pending and ``max |delta log alpha|`` small).
-With a large noise the data support few basis functions, every ``q_i^2 - s_i`` of the
-remaining candidates is negative, the ``alpha`` loop converges within a handful of
-steps, and the run ends *before* the noise estimate has moved: it is a stationary point
-of the ``alpha`` sub-problem at the initial ``beta``, not of the evidence. The fix here
-is the convergence rule and the schedule, not a special case:
+Noise schedule and convergence rule
+-----------------------------------
+A sequential run can end at a stationary point of the ``alpha`` sub-problem at a noise
+level that is not a stationary point of the evidence: with a large noise the data support
+few basis functions, every remaining ``q_i^2 - s_i`` is negative, the ``alpha`` loop
+settles within a handful of steps, and a termination test that looks at the ``alpha``
+updates alone (no add / delete pending, ``max |delta log alpha|`` small) stops there
+even though the noise estimate has not moved from its start (a fraction of ``var(t)``).
+This solver therefore
 
-- ``beta`` is re-estimated (Tipping 2001, eq. 46) whenever the ``alpha`` steps have
+- re-estimates ``beta`` (Tipping 2001, eq. 46) whenever the ``alpha`` steps have
   converged at the current noise, and every :data:`BETA_EVERY` steps besides;
-- the fit is converged only when *every* candidate's possible gain (add, re-estimate,
-  delete) is below ``tol`` nats *and* the noise update at that point changes the log
-  evidence by less than ``tol``; otherwise the new ``beta`` opens new candidates
+- declares convergence only when *every* candidate's possible gain (add, re-estimate,
+  delete) is below ``tol`` nats *and* the noise update made at that point changed the
+  log evidence by less than ``tol``; otherwise the new ``beta`` opens new candidates
   (``q_i^2 > s_i`` again) and the steps continue.
+
+The evidence is multimodal in ``alpha``: a greedy path of single steps can end at a
+different local optimum than the full-basis MacKay / EM iterations (higher on the
+Friedman #1 runs measured, up to a few nats lower on some small 1-D sinc samples; see
+``docs/benchmarks.md``).
 
 Likelihood-specific parts
 -------------------------
@@ -81,12 +83,34 @@ from bayes_rvm.evidence import (
 )
 from bayes_rvm.solvers._base import Prior, Type2Result, initial_noise_var, noise_var_floor
 
-__all__ = ["BETA_EVERY", "CACHE_BYTES", "PREFETCH", "fit"]
+__all__ = [
+    "BETA_EVERY",
+    "CACHE_BYTES",
+    "COMPRESS_BLOCK",
+    "COMPRESS_BYTES",
+    "COMPRESS_PASSES",
+    "EXACT_RESIDUAL",
+    "PREFETCH",
+    "SPAN",
+    "fit",
+]
 
 #: Columns whose products ``Phi^T phi_j`` one pass over the basis computes together.
 PREFETCH = 64
 #: Bytes the cache of fetched columns and cross products may hold (at least 2 PREFETCH).
 CACHE_BYTES = 48 * 2**20
+#: Columns added to the compressed basis per pass (:func:`_compress`).
+COMPRESS_BLOCK = 64
+#: Largest number of passes the compression may take.
+COMPRESS_PASSES = 4
+#: Bytes the compressed basis ``B`` (and its orthonormal ``U``) may take.
+COMPRESS_BYTES = 96 * 2**20
+#: Squared relative residual below which the compressed cross products are exact
+#: (their error, at most the residual, is then at the level of rounding).
+EXACT_RESIDUAL = 1e-14
+#: An inactive column with ``S_m <= SPAN * beta ||phi_m||^2`` lies in the span of the active
+#: columns to rounding: its ``S, Q`` are cancellation noise and it is not added.
+SPAN = 1e-10
 #: Steps between two noise re-estimates while the ``alpha`` steps have not converged.
 BETA_EVERY = 8
 #: Smallest positive float: ``1 - sum gamma`` guard in the noise update.
@@ -131,6 +155,79 @@ class _CrossCache:
             del self.store[next(iter(self.store))]
 
 
+class _CompressedCrosses:
+    """Cross products ``Phi^T phi_j ~ B B_j`` from the compressed basis of :func:`_compress`.
+
+    With ``U=None`` (the compression is exact to rounding) the column itself is evaluated
+    exactly (``N`` kernel values); otherwise it is the projected column ``U B_j``, so that
+    the run works with the projected basis ``U U^T Phi~`` consistently. Same interface as
+    :class:`_CrossCache`.
+    """
+
+    def __init__(self, basis: Basis, scales: np.ndarray, B: np.ndarray, U: np.ndarray | None):
+        self.basis = basis
+        self.scales = scales
+        self.B = B
+        self.U = U
+
+    def get(self, j: int, ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.U is None:
+            column = self.basis.columns(np.array([j]))[:, 0] / self.scales[j]
+        else:
+            column = self.U @ self.B[j]
+        return column, self.B @ self.B[j]
+
+    def put(self, j: int, column: np.ndarray, cross: np.ndarray) -> None:
+        """Nothing to keep: products are recomputed from ``B``."""
+
+
+def _compress(
+    basis: Basis, scales: np.ndarray, usable: np.ndarray, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """``B = Phi~^T U`` for an orthonormal ``U`` spanning the dominant normalised columns.
+
+    Block-pivoted Gram-Schmidt: each pass takes the :data:`COMPRESS_BLOCK` columns with
+    the largest residual ``||phi~_m - U U^T phi~_m||^2 = 1 - ||B_m||^2``, orthonormalises
+    them against ``U`` (twice, for stability) and computes their products with every
+    column in one pass over the basis. Then ``Phi~^T Phi~ = B B^T + R^T R`` with ``R`` the
+    residual, so ``B B_j`` is ``Phi~^T phi~_j`` up to ``max residual``. Stops when the
+    squared residual is below :data:`EXACT_RESIDUAL`, or after :data:`COMPRESS_PASSES`
+    passes, or when :data:`COMPRESS_BYTES` is reached. The first block is spread evenly
+    over the columns, and its pass also computes ``Phi~^T t``. Returns ``B``, ``U``, the
+    largest squared residual left, and ``Phi~^T t``.
+    """
+    n, n_basis = basis.shape
+    cap = min(n_basis, n, COMPRESS_BYTES // (8 * (n + n_basis)))
+    residual = usable.astype(np.float64)
+    U = np.empty((n, 0))
+    B = np.empty((n_basis, 0))
+    phi_t = None
+    for _ in range(COMPRESS_PASSES if cap > 0 else 0):
+        if residual.max() <= EXACT_RESIDUAL or B.shape[1] >= cap:
+            break
+        k = min(COMPRESS_BLOCK, cap - B.shape[1])
+        if phi_t is None:
+            pick = np.flatnonzero(usable)
+            pick = pick[np.linspace(0, pick.size - 1, min(k, pick.size)).astype(np.intp)]
+        else:
+            pick = np.argsort(-residual, kind="stable")[:k]
+        Y = basis.columns(pick) / scales[pick]
+        for _ in range(2):
+            Y -= U @ (U.T @ Y)
+        U_block, _ = np.linalg.qr(Y)
+        if phi_t is None:
+            products = basis.transpose_dot(np.column_stack([U_block, t])) / scales[:, None]
+            B_block, phi_t = products[:, :-1], products[:, -1]
+        else:
+            B_block = basis.transpose_dot(U_block) / scales[:, None]
+        U = np.column_stack([U, U_block])
+        B = np.column_stack([B, B_block])
+        residual = np.maximum(residual - np.einsum("ij,ij->i", B_block, B_block), 0.0)
+    if phi_t is None:
+        phi_t = basis.transpose_dot(t) / scales
+    return B, U, float(residual.max()), phi_t
+
+
 class _Workspace:
     """Posterior over the active (normalised) columns and ``S, Q`` of every candidate.
 
@@ -140,11 +237,11 @@ class _Workspace:
     each step; it is never obtained by inverting a matrix.
     """
 
-    def __init__(self, t: np.ndarray, phi_t: np.ndarray, usable: np.ndarray, beta: float):
+    def __init__(self, t: np.ndarray, phi_t: np.ndarray, unit: np.ndarray, beta: float):
         n_basis = phi_t.size
         self.t = t
         self.phi_t = phi_t
-        self.unit = usable.astype(np.float64)  # phi_m^T phi_m after normalisation (0: zero)
+        self.unit = unit  # phi_m^T phi_m of the normalised columns (1, or 0 for a zero column)
         self.beta = beta
         self.M = 0
         capacity = 16
@@ -295,6 +392,7 @@ def _candidate_gains(
     # Faul & Tipping (2002) eq. 17 / Bishop (2006) eq. 7.101
     alpha_new = optimal_alpha(s, q)
     gain = delta_add(ws.S, ws.Q)
+    gain[SPAN * ws.beta * ws.unit >= ws.S] = 0.0
     active = ws.index[: ws.M]
     S, Q, alpha = ws.S[active], ws.Q[active], ws.alpha[: ws.M]
     finite = np.isfinite(alpha_new[active])
@@ -304,30 +402,6 @@ def _candidate_gains(
         delta_delete(S, Q, alpha),
     )
     return gain, alpha_new
-
-
-def _best_swap(ws: _Workspace, position: np.ndarray) -> tuple[float, int]:
-    """Best pair "delete active i, then add inactive m": its gain (nats) and ``i``.
-
-    Deleting position ``i`` changes every candidate's ``S, Q`` by the rank-one terms of
-    :meth:`_Workspace.delete`; the add gains after it are evaluated for all pairs at once
-    (``n_basis x M``). The pair's gain is exact (other ``alpha`` fixed), so performing it
-    raises the evidence: a two-step look-ahead that leaves local optima of single steps.
-    """
-    M = ws.M
-    if M == 0:
-        return 0.0, -1
-    Sigma = ws.Sigma[:M, :M]
-    sigma_ii = np.diag(Sigma)
-    X = ws.beta * (ws.C[:, :M] @ Sigma)
-    # Tipping & Faul (2003), appendix, with kappa = 1 / Sigma_ii (deletion), for every i
-    S = ws.S[:, None] + X**2 / sigma_ii
-    Q = ws.Q[:, None] + X * (ws.mu[:M] / sigma_ii)
-    add = np.where((position < 0)[:, None], delta_add(S, Q), 0.0)
-    active = ws.index[:M]
-    total = delta_delete(ws.S[active], ws.Q[active], ws.alpha[:M]) + add.max(axis=0)
-    i = int(np.argmax(total))
-    return float(total[i]), i
 
 
 def fit(
@@ -365,10 +439,19 @@ def fit(
 
     sq_norms = basis.sq_norms()
     usable = sq_norms > 0
+    if not usable.any():
+        raise ValueError("expected a design matrix with a nonzero column, got all zeros")
     scales = np.where(usable, np.sqrt(sq_norms), 1.0)
-    phi_t = basis.transpose_dot(t) / scales
-    cache = _CrossCache(basis, scales, min(PREFETCH, n_basis))
-    ws = _Workspace(t, phi_t, usable, beta)
+    B, U, leftover, phi_t = _compress(basis, scales, usable, t)
+    unit = usable.astype(np.float64)
+    exact_cache = _CrossCache(basis, scales, min(PREFETCH, n_basis))
+    approximate = B.shape[1] > 0 and leftover > EXACT_RESIDUAL
+    if approximate:  # first run on the projected basis U U^T Phi~: a model of its own
+        cache = _CompressedCrosses(basis, scales, B, U)
+        ws = _Workspace(t, B @ (U.T @ t), np.einsum("ij,ij->i", B, B), beta)
+    else:
+        cache = _CompressedCrosses(basis, scales, B, None) if B.shape[1] else exact_cache
+        ws = _Workspace(t, phi_t, unit, beta)
     position = np.full(n_basis, -1, dtype=np.intp)
     alpha_full = np.full(n_basis, np.inf)
 
@@ -400,56 +483,65 @@ def fit(
     L = ws.refresh(beta)
     log_ev = _log_evidence(ws, L, prior, noise_fixed)
     path = [log_ev]
-
-    converged = False
     steps = 0
-    since_noise = 0
-    while True:
-        gain, alpha_new = _candidate_gains(ws, position, alpha_full)
-        j = int(np.argmax(gain))
-        best = float(gain[j])
-        alpha_settled = best <= tol
-        if alpha_settled:
-            swap_gain, i = _best_swap(ws, position)
-            if swap_gain > tol and steps < max_iter:
-                steps += 1
-                since_noise += 1
-                p = ws.index[i]
-                log_ev += float(delta_delete(ws.S[p], ws.Q[p], ws.alpha[i]))
+
+    def ascend() -> bool:
+        """Steps to convergence (True) or to ``max_iter`` (False) with the current cache."""
+        nonlocal log_ev, steps
+        since_noise = 0
+        while True:
+            gain, alpha_new = _candidate_gains(ws, position, alpha_full)
+            j = int(np.argmax(gain))
+            best = float(gain[j])
+            alpha_settled = best <= tol
+            if not noise_fixed and (alpha_settled or since_noise >= BETA_EVERY):
+                since_noise = 0
+                L = ws.refresh(_noise_update(ws, prior, floor))
+                new_log_ev = _log_evidence(ws, L, prior, noise_fixed)
+                noise_gain, log_ev = new_log_ev - log_ev, new_log_ev
                 path.append(log_ev)
-                do_delete(i)
+                if alpha_settled and abs(noise_gain) <= tol:
+                    return True
                 continue
-        if not noise_fixed and (alpha_settled or since_noise >= BETA_EVERY):
-            since_noise = 0
-            L = ws.refresh(_noise_update(ws, prior, floor))
-            new_log_ev = _log_evidence(ws, L, prior, noise_fixed)
-            noise_gain, log_ev = new_log_ev - log_ev, new_log_ev
+            if alpha_settled:
+                return True
+            if steps == max_iter:
+                return False
+            steps += 1
+            since_noise += 1
+            if position[j] < 0:
+                do_add(j, float(alpha_new[j]), ranking(gain))
+            elif np.isfinite(alpha_new[j]):
+                ws.reestimate(int(position[j]), float(alpha_new[j]))
+                alpha_full[j] = alpha_new[j]
+            else:
+                do_delete(int(position[j]))
+            log_ev += best
             path.append(log_ev)
-            if alpha_settled and abs(noise_gain) <= tol:
-                converged = True
-                break
-            continue
-        if alpha_settled:
-            converged = True
-            break
-        if steps == max_iter:
-            break
-        steps += 1
-        since_noise += 1
-        if position[j] < 0:
-            do_add(j, float(alpha_new[j]), ranking(gain))
-        elif np.isfinite(alpha_new[j]):
-            ws.reestimate(int(position[j]), float(alpha_new[j]))
-            alpha_full[j] = alpha_new[j]
-        else:
-            do_delete(int(position[j]))
-        log_ev += best
+            if verbose and steps % 100 == 0:
+                print(
+                    f"[sequential] step {steps}: M={ws.M} log evidence={log_ev:.6f} "
+                    f"best gain={best:.2e} noise sd={ws.beta**-0.5:.4g}"
+                )
+
+    converged = ascend()
+    if approximate:
+        # From the projected basis to the true one: exact active columns and their
+        # products (one pass), a refresh, and the remaining steps with exact products.
+        M = ws.M
+        ws.Phi[:, :M] = basis.columns(ws.index[:M]) / scales[ws.index[:M]]
+        ws.C[:, :M] = basis.transpose_dot(ws.Phi[:, :M]) / scales[:, None]
+        ws.phi_t, ws.unit = phi_t, unit
+        cache = exact_cache
+        L = ws.refresh(ws.beta)
+        log_ev = _log_evidence(ws, L, prior, noise_fixed)
         path.append(log_ev)
-        if verbose and steps % 100 == 0:
-            print(
-                f"[sequential] step {steps}: M={ws.M} log evidence={log_ev:.6f} "
-                f"best gain={best:.2e} noise sd={ws.beta**-0.5:.4g} passes={cache.passes}"
-            )
+        converged = ascend()
+    if verbose:
+        print(
+            f"[sequential] {steps} steps, M={ws.M}, log evidence={log_ev:.6f}, compressed "
+            f"rank {B.shape[1]} (residual {leftover:.1e}), exact passes {exact_cache.passes}"
+        )
 
     return _result(basis, ws, scales, prior, noise_fixed, path, steps, converged)
 
