@@ -25,9 +25,9 @@ __all__ = ["LIKELIHOODS", "SOLVERS", "Prior", "Type2Result", "fit_type2"]
 
 #: solver name -> (fit function, default max_iter)
 SOLVERS = {
-    "sequential": (sequential.fit, 100_000),
     "mackay": (mackay.fit, 10_000),
     "em": (em.fit, 100_000),
+    "sequential": (sequential.fit, 100_000),
 }
 
 #: Likelihood names accepted by :func:`fit_type2`.
