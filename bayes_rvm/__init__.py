@@ -7,8 +7,9 @@ variational inference.
 
 from __future__ import annotations
 
+from bayes_rvm import datasets
 from bayes_rvm.estimators import RVR
 from bayes_rvm.solvers import Prior, Type2Result, fit_type2
 
-__all__ = ["RVR", "Prior", "Type2Result", "fit_type2"]
+__all__ = ["RVR", "Prior", "Type2Result", "datasets", "fit_type2"]
 __version__ = "0.1.0"

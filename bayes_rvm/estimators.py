@@ -52,12 +52,7 @@ class _BaseRVM(BaseEstimator):
 
     def _design(self, X: np.ndarray) -> np.ndarray:
         """Design rows of new inputs over the active basis functions."""
-        if self.kernel_ is None:  # precomputed: X holds k(x_new, x_train)
-            if X.shape[1] != self.n_train_:
-                raise ValueError(
-                    f"with kernel='precomputed', X must have {self.n_train_} columns "
-                    f"(one per training sample); got {X.shape[1]}"
-                )
+        if self.kernel_ is None:  # precomputed: X holds k(x_new, x_train), checked by sklearn
             columns = [X[:, self.relevance_indices_]]
             if self.intercept_active_:
                 columns.append(np.ones((X.shape[0], 1)))
@@ -73,7 +68,6 @@ class _BaseRVM(BaseEstimator):
         n_train = X.shape[0]
         kernel_cols = result.active < n_train
         self.result_ = result
-        self.n_train_ = n_train
         self.relevance_indices_ = result.active[kernel_cols]
         self.relevance_vectors_ = X[self.relevance_indices_]
         self.intercept_active_ = bool(np.any(result.active == n_train)) and self.bias
@@ -126,8 +120,9 @@ or callable, default="rbf"
     max_iter : int, optional
         Solver iteration limit (solver default when ``None``).
     tol : float, default=1e-6
-        Convergence threshold: on ``log alpha`` and ``log beta`` for "mackay" and "em", on
-        the largest possible gain of the log evidence (nats) for "sequential".
+        Convergence threshold: for "mackay" and "em" on the gradient of the log evidence
+        with respect to ``log alpha`` and ``log beta``, for "sequential" on the largest
+        possible gain of the log evidence in nats (see :func:`bayes_rvm.fit_type2`).
     verbose : bool, default=False
 
     Attributes

@@ -84,9 +84,10 @@ def fit_type2(
     max_iter : int, optional
         Iteration limit (the solver's default when ``None``).
     tol : float
-        Convergence threshold: the largest change of ``log alpha`` and ``log beta``
-        ("mackay", "em"), the largest possible gain of the log evidence in nats
-        ("sequential").
+        Convergence threshold: for "mackay" and "em" the largest absolute derivative of
+        the objective with respect to ``log alpha_i`` and ``log beta`` (nats per unit of
+        log); for "sequential" the largest possible gain of the log evidence (nats) of any
+        single add / re-estimate / delete step and of the noise update.
     verbose : bool
         Print progress.
 
