@@ -45,7 +45,7 @@ def fit_type2(
     Phi: np.ndarray | Basis,
     t,
     likelihood: str = "gaussian",
-    solver: str = "sequential",
+    solver: str = "mackay",
     *,
     a: float = 0.0,
     b: float = 0.0,
@@ -70,11 +70,11 @@ def fit_type2(
     t : array of shape (N,)
         Targets.
     likelihood : {"gaussian"}
-    solver : {"sequential", "mackay", "em"}
-        Type-II optimiser (see :data:`SOLVERS`): "sequential" (default; Tipping & Faul
-        2003, needs ``a = b = 0``) grows the model one basis function at a time and keeps
-        ``O(N M)`` memory; "mackay" (eq. 44, 46) and "em" (eq. 48, 50) re-estimate every
-        hyperparameter from the full basis.
+    solver : {"mackay", "em", "sequential"}
+        Type-II optimiser (see :data:`SOLVERS`): "mackay" (default; eq. 44, 46) and "em"
+        (eq. 48, 50) re-estimate every hyperparameter from the full basis; "sequential"
+        (Tipping & Faul 2003, needs ``a = b = 0``) grows the model one basis function at a
+        time and keeps ``O(N M)`` memory, but can end at a different local optimum.
     a, b : float
         ``alpha_i ~ Gamma(a, b)``; 0 is the paper's uniform prior over ``log alpha``.
     c, d : float

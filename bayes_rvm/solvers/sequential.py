@@ -409,12 +409,14 @@ def _candidate_gains(
     active = ws.index[: ws.M]
     S, Q, alpha = ws.S[active], ws.Q[active], ws.alpha[: ws.M]
     finite = np.isfinite(alpha_new[active])
-    gain[active] = np.where(
-        finite,
-        delta_reestimate(S, Q, alpha, np.where(finite, alpha_new[active], alpha)),
-        delta_delete(S, Q, alpha),
-    )
-    return gain, alpha_new
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gain[active] = np.where(
+            finite,
+            delta_reestimate(S, Q, alpha, np.where(finite, alpha_new[active], alpha)),
+            delta_delete(S, Q, alpha),
+        )
+    # S_m >= alpha_m for an active column is rounding in an ill-conditioned basis: no step
+    return np.where(np.isfinite(gain), gain, 0.0), alpha_new
 
 
 def fit(
