@@ -79,6 +79,17 @@ def test_every_fit_has_the_same_layout(fits, regression, name):
     assert tree.attrs["fit"] == kinds[name]
 
 
+def test_evidence_tree_lines_up_with_the_collapsed_fit(fits):
+    evidence, mcmc = fits["evidence"], fits["collapsed"]
+    assert set(evidence.children) == set(mcmc.children) - {"sample_stats"}
+    for group in evidence.children:
+        assert set(evidence[group].data_vars) == set(mcmc[group].data_vars), group
+        for name in evidence[group].data_vars:
+            assert evidence[group][name].dims == mcmc[group][name].dims, (group, name)
+        for dim in set(evidence[group].dims) - {"chain", "draw"}:
+            np.testing.assert_array_equal(evidence[group][dim], mcmc[group][dim])
+
+
 def test_derived_groups_follow_the_draws(fits, regression):
     """log_likelihood and predictions are the stated functions of every draw of w, beta."""
     Phi, t, Phi_new, _ = regression
@@ -279,4 +290,32 @@ def test_evidence_and_mcmc_predictives_agree_on_a_well_determined_problem():
     assert table.diagnostics.loc["mcmc", "divergences"] == 0
     np.testing.assert_allclose(
         table.predictive.loc["mcmc", "mean_sd"], table.predictive.loc["evidence", "mean_sd"], 0.02
+    )
+
+
+@pytest.mark.slow
+def test_bernoulli_mcmc_and_collapsed_vi():
+    """The classification model samples and predicts; ADVI of the collapsed model adds w."""
+    rng = np.random.default_rng(9)
+    Phi = np.column_stack([np.ones(80), rng.normal(size=(80, 2))])
+    p = 1.0 / (1.0 + np.exp(-(Phi @ [0.3, 3.0, -2.0])))
+    t = (rng.random(80) < p).astype(float)
+    Phi_new = np.column_stack([np.ones(200), rng.normal(size=(200, 2))])
+    p_new = 1.0 / (1.0 + np.exp(-(Phi_new @ [0.3, 3.0, -2.0])))
+    model = br.build_model(Phi, t, "bernoulli", a=2.0, b=0.5)
+    fit = br.sample(model, draws=400, tune=400, chains=2, random_seed=2, Phi_new=Phi_new)
+    assert "beta" not in fit["posterior"]
+    table = br.compare({"mcmc": fit}, (rng.random(200) < p_new).astype(float))
+    assert table.diagnostics.loc["mcmc", "max_r_hat"] < 1.02
+    f = fit["predictions"]["f"].values.reshape(-1, 200)
+    # the predictive probabilities track the true ones
+    assert np.corrcoef(1.0 / (1.0 + np.exp(-f)).mean(axis=0), p_new)[0, 1] > 0.95
+
+    Phi_r = np.column_stack([np.ones(60), rng.normal(size=(60, 2))])
+    t_r = Phi_r @ [1.0, -1.0, 0.5] + rng.normal(0, 0.3, 60)
+    collapsed = br.build_model(Phi_r, t_r, parameterization="collapsed", **PRIOR)
+    vi = br.fit_vi(collapsed, n=5000, draws=300, random_seed=3)
+    assert vi["posterior"]["w"].dims == ("chain", "draw", "basis")
+    np.testing.assert_allclose(
+        vi["posterior"]["w"].mean(("chain", "draw")), [1.0, -1.0, 0.5], atol=0.2
     )
