@@ -177,14 +177,10 @@ def _complete(tree, spec, Phi, t, Phi_new, rng, fit: str) -> xr.DataTree:
         if "observed_data" in tree.children
         else np.arange(Phi.shape[0])
     )
-    n_chain, n_draw = coords["chain"].size, coords["draw"].size
-    alpha = posterior["alpha"].values.reshape(n_chain * n_draw, -1)
-    beta = (
-        None
-        if spec.likelihood == "bernoulli"
-        else np.broadcast_to(posterior["beta"].values, (n_chain, n_draw)).reshape(-1)
-    )
-    if "w" not in posterior:
+    if "w" not in posterior:  # the collapsed form: w | alpha, beta, t is Gaussian
+        n_chain, n_draw = coords["chain"].size, coords["draw"].size
+        alpha = posterior["alpha"].values.reshape(n_chain * n_draw, -1)
+        beta = np.broadcast_to(posterior["beta"].values, (n_chain, n_draw)).reshape(-1)
         w = _exact_weights(alpha, beta, Phi, t, rng).reshape(n_chain, n_draw, -1)
         posterior["w"] = (("chain", "draw", "basis"), w)
         _set_group(tree, "posterior", posterior)

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pytensor.compile.builders import OpFromGraph
+from pytensor.gradient import DisconnectedType
 
 from bayes_rvm._validation import check_design, check_noise_var, check_nonnegative, check_target
 
@@ -127,25 +129,70 @@ def _declare_noncentred(Phi, alpha, beta, t, likelihood: str) -> None:
     _LIKELIHOOD_TERMS[likelihood](Phi, w, beta, t, Phi.shape[0])
 
 
-def _collapsed_logp(value, alpha, beta, Phi, gram):
+def _collapsed_terms(value, alpha, beta, Phi, gram):
+    """Cholesky factor of the posterior precision, posterior mean and residual sum of squares."""
+    # Tipping (2001) eq. 12: Sigma^-1 = A + beta Phi^T Phi
+    L = pt.linalg.cholesky(pt.diag(alpha) + beta * gram)
+    # Tipping (2001) eq. 13: mu = beta Sigma Phi^T t
+    u = pt.linalg.solve_triangular(L, Phi.T @ value, lower=True)
+    mu = beta * pt.linalg.solve_triangular(L.T, u, lower=False)
+    rss = pt.sum((value - Phi @ mu) ** 2)
+    return L, mu, rss
+
+
+def _collapsed_value(value, alpha, beta, Phi, gram):
     """``log N(t | 0, beta^-1 I + Phi A^-1 Phi^T)`` through the ``M x M`` posterior precision.
 
     The weight-space route of :func:`bayes_rvm.evidence.log_evidence_gaussian`: one
     Cholesky factor of ``H = A + beta Phi^T Phi`` (``gram`` is ``Phi^T Phi`` of the
     training rows, precomputed), no ``N x N`` matrix.
     """
+    L, mu, rss = _collapsed_terms(value, alpha, beta, Phi, gram)
     n = value.shape[0]
-    # Tipping (2001) eq. 12: Sigma^-1 = A + beta Phi^T Phi
-    L = pt.linalg.cholesky(pt.diag(alpha) + beta * gram)
-    # Tipping (2001) eq. 13: mu = beta Sigma Phi^T t
-    u = pt.linalg.solve_triangular(L, Phi.T @ value, lower=True)
-    mu = beta * pt.linalg.solve_triangular(L.T, u, lower=False)
-    residual = value - Phi @ mu
     # Tipping (2001) eq. 38: log|C| = -log|Sigma| - N log beta - log|A|
     log_det_C = 2.0 * pt.sum(pt.log(pt.diag(L))) - n * pt.log(beta) - pt.sum(pt.log(alpha))
     # Tipping (2001) eq. 41: t^T C^-1 t = beta ||t - Phi mu||^2 + mu^T A mu
-    quad = beta * pt.sum(residual**2) + pt.sum(alpha * mu**2)
+    quad = beta * rss + pt.sum(alpha * mu**2)
     return -0.5 * (n * LOG_2PI + log_det_C + quad)
+
+
+def _collapsed_pullback(inputs, outputs, cotangents):
+    """Analytic gradient of the log evidence in ``alpha`` and ``beta``.
+
+    Needs only ``diag(Sigma)`` (column norms of ``L^-1``): about three times cheaper than
+    differentiating through the Cholesky factorisation. The data inputs get no gradient.
+    """
+    value, alpha, beta, Phi, gram = inputs
+    (cotangent,) = cotangents
+    L, mu, rss = _collapsed_terms(value, alpha, beta, Phi, gram)
+    L_inv = pt.linalg.solve_triangular(L, pt.eye(alpha.shape[0]), lower=True)
+    sigma_diag = pt.sum(L_inv**2, axis=0)
+    n = value.shape[0]
+    # Tipping (2001) eq. 42 without the hyperprior terms, divided by alpha_i (d / d alpha_i)
+    d_alpha = 0.5 * (1.0 / alpha - sigma_diag - mu**2)
+    # Tipping (2001) eq. 45 without the hyperprior terms (d / d beta), with
+    # beta tr(Sigma Phi^T Phi) = sum_i gamma_i = sum_i (1 - alpha_i Sigma_ii) (eq. 17, 46)
+    d_beta = 0.5 * (n / beta - rss - pt.sum(1.0 - alpha * sigma_diag) / beta)
+    no_gradient = DisconnectedType()
+    return [no_gradient(), cotangent * d_alpha, cotangent * d_beta, no_gradient(), no_gradient()]
+
+
+def _collapsed_op() -> OpFromGraph:
+    inputs = [pt.dvector("t"), pt.dvector("alpha"), pt.dscalar("beta")]
+    inputs += [pt.dmatrix("Phi"), pt.dmatrix("gram")]
+    return OpFromGraph(
+        inputs,
+        [_collapsed_value(*inputs)],
+        pullback=_collapsed_pullback,
+        connection_pattern=[[False], [True], [True], [False], [False]],
+        inline=True,
+        name="collapsed_log_evidence",
+    )
+
+
+def _collapsed_logp(value, alpha, beta, Phi, gram):
+    """Log density of the marginal ``t`` (eq. 34), with the analytic gradient attached."""
+    return _collapsed_op()(value, alpha, beta, Phi, gram)
 
 
 def _collapsed_draw(alpha, beta, Phi, gram, size):
