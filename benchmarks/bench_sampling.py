@@ -11,9 +11,10 @@ fresh noisy points. Prior: alpha_i ~ Gamma(2, 2 s^2) with s = sd(t) (weights of 
 the targets), beta ~ Gamma(2, 2 sigma^2) with sigma = sd(t) / 2.
 
 Table 1: for every parameterisation and installed NUTS sampler: divergences, max r_hat,
-min bulk ESS over log alpha and log beta, the wall time of bayes_rvm.sample() (compilation, tuning, draws, exact w draws, predictions) and PyMC's
-sampling time (tuning and draws), the ESS per second of each, and the ratio of the
-collapsed form's ESS/s to the non-centred form's (the reference, measured in the same run).
+min bulk ESS over log alpha and log beta, the wall time of bayes_rvm.sample() (compilation,
+tuning, draws, exact w draws, predictions) and PyMC's sampling time (tuning and draws), the
+ESS per second of each, and the ratio of the collapsed form's ESS/s to the non-centred
+form's (the reference, measured in the same run).
 Table 2: predictive RMSE, mean predictive sd, mean log predictive density and 95% coverage
 on the test set for the evidence fits and the full-Bayes fits.
 """
