@@ -517,6 +517,11 @@ def to_inference_data(
         Phi_new = None if X_new is None else design(X_new)
     else:
         raise TypeError(f"expected a Type2Result or a fitted RVR / RVC, got {type(fit).__name__}")
+    if result.likelihood not in ("gaussian", "bernoulli"):
+        raise ValueError(
+            f"to_inference_data handles the 'gaussian' and 'bernoulli' likelihoods; the fit "
+            f"has likelihood={result.likelihood!r}"
+        )
     rng = _numpy_rng(random_seed)
     draws = check_positive_int(draws, "draws")
     position = np.searchsorted(columns, result.active)

@@ -6,6 +6,7 @@ cores=1) and shared by the tests; the long statistical check is marked slow.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 
 import arviz as az
@@ -215,6 +216,9 @@ def test_bernoulli_evidence_tree():
     assert set(np.unique(tree["predictions"]["t"])) <= {0, 1}
     table = br.compare({"laplace": tree}, (rng.random(5) < 0.5).astype(float)).predictive
     assert list(table.columns) == ["error_rate", "brier", "lpd"]
+    softmax = dataclasses.replace(result, likelihood="categorical")
+    with pytest.raises(ValueError, match="likelihood='categorical'"):
+        br.to_inference_data(softmax, Phi, t)
 
 
 def test_estimator_models_and_trees(sinc_data):
