@@ -71,6 +71,7 @@ class _BaseRVM(BaseEstimator):
         n_train = X.shape[0]
         kernel_cols = result.active < n_train
         self.result_ = result
+        self.n_train_ = n_train
         self.relevance_indices_ = result.active[kernel_cols]
         self.relevance_vectors_ = X[self.relevance_indices_]
         self.intercept_active_ = bool(np.any(result.active == n_train)) and self.bias
@@ -159,6 +160,8 @@ or callable, default="rbf"
         The kernel with ``gamma`` resolved (``None`` when precomputed).
     result_ : Type2Result
         The solver's complete result.
+    n_train_ : int
+        Number of training samples (the kernel columns of the basis).
 
     Examples
     --------
