@@ -20,8 +20,17 @@ from bayes_rvm._validation import (
 from bayes_rvm.basis import Basis, as_basis
 from bayes_rvm.solvers import em, mackay
 from bayes_rvm.solvers._base import Prior, Type2Result
+from bayes_rvm.solvers.scales import ScalesFit, fit_type2_scales
 
-__all__ = ["LIKELIHOODS", "SOLVERS", "Prior", "Type2Result", "fit_type2"]
+__all__ = [
+    "LIKELIHOODS",
+    "SOLVERS",
+    "Prior",
+    "ScalesFit",
+    "Type2Result",
+    "fit_type2",
+    "fit_type2_scales",
+]
 
 #: solver name -> (fit function, default max_iter)
 SOLVERS = {
