@@ -70,6 +70,8 @@ class ScalesFit:
         The scales of every alpha step.
     n_outer : int
         eta steps taken.
+    n_probe : int
+        Alpha steps spent probing switched-off input dimensions.
     converged : bool
         Whether the stopping rule of :func:`fit_type2_scales` was met before
         ``max_outer``.
@@ -84,6 +86,7 @@ class ScalesFit:
     log_evidence_path: np.ndarray
     scales_path: np.ndarray
     n_outer: int
+    n_probe: int
     converged: bool
 
     def __post_init__(self):
@@ -198,6 +201,7 @@ def fit_type2_scales(
     eta_steps: int = 20,
     step_radius: float = 1.0,
     alpha_max_iter: int | None = 200,
+    probe_dimensions: bool = True,
     verbose: bool = False,
 ) -> ScalesFit:
     """Type-II fit with one learned input scale per dimension (Tipping 2001, App. C).
@@ -246,6 +250,10 @@ def fit_type2_scales(
         Trust region of one eta step: ``|delta log eta_k| <= step_radius``. With ``alpha``
         fixed at a sparse fit the evidence is a poor guide far from the current scales;
         short steps keep the two blocks in step (the paper interleaves 1-5 small ones).
+    probe_dimensions : bool
+        When the gradient search has stopped, try switching each input dimension off
+        (``eta_k`` to its lower bound), and restart the search from the best switch-off
+        that raises the evidence (see Notes).
     verbose : bool
 
     Returns
@@ -267,6 +275,14 @@ def fit_type2_scales(
     the last eta step raised the evidence by less than ``scale_tol`` nats *and* the alpha
     step that followed changed it by less than ``scale_tol`` (the alternation has
     stalled). An eta step that cannot raise the evidence also ends the search.
+
+    The evidence as a function of ``eta`` (with ``alpha`` re-optimised) has several
+    modes: an irrelevant input can sit at a moderate scale with a local maximum of the
+    evidence, separated by a valley from the far higher mode where its scale vanishes
+    (the basis changes discretely as columns are pruned). Gradient steps do not cross
+    the valley; the dimension probe jumps to the other side, one input at a time, much as
+    pruning sets an ``alpha_i`` to infinity. A switched-off dimension stays at its lower
+    bound (its gradient in ``log eta_k`` vanishes there).
 
     Each alpha step starts the solver afresh, so its evidence can fall below the one
     the previous eta step reached. The scales returned are those of the alpha step with
@@ -344,52 +360,91 @@ def fit_type2_scales(
     fit, basis = alpha_step(log_eta, max_iter)
     start = best = (fit, basis, log_eta)
     path, scales_path = [fit.log_evidence], [eta0]
-    converged = False
-    n_outer = 0
-    while True:
-        value, gradient = evaluate(log_eta, fit)
-        projected = _projected_gradient(gradient, log_eta, lower, upper)
-        if verbose:
-            print(
-                f"[scales] step {n_outer}: log evidence={fit.log_evidence:.6f} "
-                f"M={fit.active.size} |grad|={np.max(np.abs(projected)):.2e} "
-                f"eta={np.exp(log_eta)}"
-            )
-        if np.max(np.abs(projected)) < scale_gtol:
-            converged = True
-            break
-        if n_outer == max_outer:
-            break
-        n_outer += 1
-        search = optimize.minimize(
-            lambda z, fit=fit: tuple(-v for v in evaluate(z, fit)),
-            log_eta,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=list(
-                zip(
-                    np.maximum(lower, log_eta - step_radius),
-                    np.minimum(upper, log_eta + step_radius),
-                    strict=True,
+    n_outer = n_probe = 0
+
+    def record(state) -> None:
+        nonlocal best
+        path.append(state[0].log_evidence)
+        scales_path.append(np.exp(state[2]))
+        if state[0].log_evidence > best[0].log_evidence:
+            best = state
+
+    def ascend(state) -> bool:
+        """Alternate eta and alpha steps from ``state``; whether the stopping rule was met."""
+        nonlocal n_outer
+        fit, _, log_eta = state
+        while True:
+            value, gradient = evaluate(log_eta, fit)
+            projected = _projected_gradient(gradient, log_eta, lower, upper)
+            if verbose:
+                print(
+                    f"[scales] step {n_outer}: log evidence={fit.log_evidence:.6f} "
+                    f"M={fit.active.size} |grad|={np.max(np.abs(projected)):.2e} "
+                    f"eta={np.exp(log_eta)}"
                 )
-            ),
-            options={"maxiter": eta_steps},
-        )
-        gain = -float(search.fun) - value
-        if not gain > 0:
-            # No ascent in eta at these alphas: a stationary point up to the search's accuracy.
-            converged = True
+            if np.max(np.abs(projected)) < scale_gtol:
+                return True
+            if n_outer == max_outer:
+                return False
+            n_outer += 1
+            box = zip(
+                np.maximum(lower, log_eta - step_radius),
+                np.minimum(upper, log_eta + step_radius),
+                strict=True,
+            )
+            search = optimize.minimize(
+                lambda z, fit=fit: tuple(-v for v in evaluate(z, fit)),
+                log_eta,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=list(box),
+                options={"maxiter": eta_steps},
+            )
+            gain = -float(search.fun) - value
+            if not gain > 0:
+                # No ascent in eta at these alphas: stationary up to the search's accuracy.
+                return True
+            log_eta = np.clip(search.x, lower, upper)
+            previous = fit.log_evidence
+            fit, basis = alpha_step(log_eta, alpha_max_iter)
+            record((fit, basis, log_eta))
+            if gain < scale_tol and abs(fit.log_evidence - previous) < scale_tol:
+                return True
+
+    def probe(state):
+        """Switch input dimensions off (eta_k to its lower bound); the better state or None.
+
+        Tries each dimension alone, then all those that helped together.
+        """
+        nonlocal n_probe
+        fit, _, log_eta = state
+        candidates = []
+        for k in np.flatnonzero(log_eta > lower):
+            trial = log_eta.copy()
+            trial[k] = lower[k]
+            n_probe += 1
+            candidates.append((*alpha_step(trial, alpha_max_iter), trial))
+            record(candidates[-1])
+        helped = [c for c in candidates if c[0].log_evidence > fit.log_evidence + scale_tol]
+        if len(helped) > 1:
+            trial = np.min([c[2] for c in helped], axis=0)
+            n_probe += 1
+            candidates.append((*alpha_step(trial, alpha_max_iter), trial))
+            record(candidates[-1])
+            helped.append(candidates[-1])
+        if verbose:
+            print(f"[scales] probe: {len(helped)} of {len(candidates)} switch-offs helped")
+        return max(helped, key=lambda c: c[0].log_evidence) if helped else None
+
+    converged = ascend(start)
+    # Each successful probe switches at least one more dimension off: at most d rounds.
+    for _ in range(X.shape[1] if probe_dimensions else 0):
+        if not converged:
             break
-        log_eta = np.clip(search.x, lower, upper)
-        previous = fit.log_evidence
-        fit, basis = alpha_step(log_eta, alpha_max_iter)
-        path.append(fit.log_evidence)
-        scales_path.append(np.exp(log_eta))
-        if fit.log_evidence > best[0].log_evidence:
-            best = (fit, basis, log_eta)
-        if gain < scale_tol and abs(fit.log_evidence - previous) < scale_tol:
-            converged = True
+        state = probe(best)
+        if state is None:
             break
+        converged = ascend(state)
 
     if not converged:
         warnings.warn(
@@ -423,6 +478,7 @@ def fit_type2_scales(
         log_evidence_path=np.array(path),
         scales_path=np.array(scales_path),
         n_outer=n_outer,
+        n_probe=n_probe,
         converged=converged,
     )
 
