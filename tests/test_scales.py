@@ -162,11 +162,27 @@ def test_scale_search_from_a_stationary_start_keeps_it():
     rng = np.random.default_rng(12)
     X = rng.uniform(-4, 4, (40, 2))
     t = np.sin(X[:, 0]) + rng.normal(0, 0.1, 40)
-    first = fit_type2_scales(X, t, RBF([0.5, 0.5]), tol=1e-4, scale_gtol=1e-6, max_outer=50)
-    again = fit_type2_scales(X, t, RBF(first.scales), tol=1e-4, scale_gtol=1.0)
+    options = {"tol": 1e-4, "probe_dimensions": False}
+    first = fit_type2_scales(X, t, RBF([0.5, 0.5]), scale_gtol=1e-6, max_outer=50, **options)
+    again = fit_type2_scales(X, t, RBF(first.scales), scale_gtol=1.0, **options)
     assert again.n_outer == 0
     np.testing.assert_allclose(again.scales, first.scales)
     assert again.result.log_evidence == pytest.approx(first.result.log_evidence, abs=1e-6)
+
+
+def test_dimension_probe_crosses_the_valley_to_the_higher_mode():
+    """An irrelevant input: gradient steps stall at a moderate eta_2; switching it off wins."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-5, 5, (60, 2))
+    t = np.sinc(X[:, 0] / np.pi) + rng.normal(0, 0.05, 60)
+    stalled = fit_type2_scales(X, t, RBF(0.1), probe_dimensions=False)
+    probed = fit_type2_scales(X, t, RBF(0.1))
+    assert stalled.converged
+    assert probed.converged
+    assert stalled.scales[1] > 0.01
+    assert probed.scales[1] == pytest.approx(0.1 * 1e-6)  # the lower bound
+    assert probed.n_probe >= 2
+    assert probed.result.log_evidence > stalled.result.log_evidence + 5.0
 
 
 @pytest.mark.parametrize(
