@@ -173,6 +173,10 @@ def _projected_gradient(gradient, log_eta, lower, upper) -> np.ndarray:
     return np.where(blocked, 0.0, gradient)
 
 
+#: solver -> iteration limit of the intermediate alpha steps (``alpha_max_iter="auto"``).
+#: Only the full-basis re-estimation solvers, whose last iterations just prune.
+ALPHA_STEP_MAX_ITER = {"mackay": 200, "em": 200}
+
 #: likelihood -> function(basis, t, active, alpha, beta) -> (log evidence, gradient)
 SCALE_OBJECTIVES = {"gaussian": log_evidence_scale_gradient}
 
@@ -200,7 +204,7 @@ def fit_type2_scales(
     scale_bounds: tuple[float, float] = (1e-6, 1e6),
     eta_steps: int = 20,
     step_radius: float = 1.0,
-    alpha_max_iter: int | None = 200,
+    alpha_max_iter: int | str | None = "auto",
     probe_dimensions: bool = True,
     verbose: bool = False,
 ) -> ScalesFit:
@@ -240,12 +244,13 @@ def fit_type2_scales(
         Bounds on ``eta_k`` relative to its starting value.
     eta_steps : int
         L-BFGS-B iterations per eta step.
-    alpha_max_iter : int or None
-        Iteration limit of the alpha steps between two eta steps (``None``: ``max_iter``).
-        The fits at the starting and at the returned scales always run to convergence
-        (``max_iter``). Re-estimation gets the evidence to within ~1e-3 nats in a few
-        hundred iterations but takes thousands to prune the last columns; those columns
-        have negligible weight and do not change the eta step.
+    alpha_max_iter : int, "auto" or None
+        Iteration limit of the alpha steps between two eta steps; ``None`` is
+        ``max_iter``, ``"auto"`` the solver's entry in :data:`ALPHA_STEP_MAX_ITER` (else
+        ``max_iter``). The fits at the starting and at the returned scales always run to
+        convergence (``max_iter``). Re-estimation from the full basis gets the evidence to
+        within ~1e-3 nats in a few hundred iterations but takes thousands to prune the
+        last columns; those have negligible weight and do not change the eta step.
     step_radius : float
         Trust region of one eta step: ``|delta log eta_k| <= step_radius``. With ``alpha``
         fixed at a sparse fit the evidence is a poor guide far from the current scales;
@@ -312,6 +317,8 @@ def fit_type2_scales(
     kernel = _check_scalable(get_kernel(kernel, gamma) if isinstance(kernel, str) else kernel)
     max_outer = check_positive_int(max_outer, "max_outer")
     eta_steps = check_positive_int(eta_steps, "eta_steps")
+    if alpha_max_iter == "auto":
+        alpha_max_iter = ALPHA_STEP_MAX_ITER.get(solver, max_iter)
     if alpha_max_iter is not None:
         alpha_max_iter = check_positive_int(alpha_max_iter, "alpha_max_iter")
     for name, value in (
@@ -454,7 +461,7 @@ def fit_type2_scales(
             stacklevel=2,
         )
     fit, basis, log_eta = best
-    if best is not start and alpha_max_iter is not None:
+    if best is not start and alpha_max_iter != max_iter:
         # The intermediate alpha steps were cut short: refit to convergence, and keep the
         # start if that fit is not better.
         fit, basis = alpha_step(log_eta, max_iter)
