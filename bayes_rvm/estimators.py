@@ -62,16 +62,9 @@ class _BaseRVM(BaseEstimator):
         Returns the :class:`~bayes_rvm.Type2Result` and the fitted kernel.
         """
         basis, kernel = self._build_basis(X)
-        options = {
-            "a": self.a,
-            "b": self.b,
-            "c": self.c,
-            "d": self.d,
-            "max_iter": self.max_iter,
-            "tol": self.tol,
-        }
+        options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
-            options["noise_var"] = self.noise_var
+            options.update(c=self.c, d=self.d, noise_var=self.noise_var)
         if not self.optimize_scales:
             result = fit_type2(basis, y, likelihood, self.solver, verbose=self.verbose, **options)
             self.scales_ = None
