@@ -149,8 +149,10 @@ def test_scale_search_never_lowers_the_evidence(solver):
     X = rng.uniform(-4, 4, (40, 3))
     t = np.sin(X[:, 0]) + 0.2 * X[:, 1] + rng.normal(0, 0.1, 40)
     eta0 = np.array([0.5, 0.5, 0.5])
-    start = fit_type2(KernelBasis(X, RBF(eta0)), t, solver=solver, tol=1e-3)
-    fit = fit_type2_scales(X, t, RBF(eta0), solver=solver, tol=1e-3, max_outer=30)
+    start = fit_type2(KernelBasis(X, RBF(eta0)), t, solver=solver, tol=1e-2)
+    fit = fit_type2_scales(
+        X, t, RBF(eta0), solver=solver, tol=1e-2, max_outer=30, probe_dimensions=False
+    )
     assert fit.result.solver == solver
     assert fit.result.log_evidence >= start.log_evidence
     assert fit.log_evidence_path[0] == pytest.approx(start.log_evidence, abs=1e-9)
