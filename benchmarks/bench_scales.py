@@ -114,7 +114,7 @@ def cross_validated_gamma(X, t, solver: str, seed: int) -> float:
     return GAMMA_GRID[int(np.argmax(scores))]
 
 
-def friedman_1(reps: int, solver: str) -> None:
+def friedman_1(reps: int, solver: str, first: int = 0) -> None:
     print(f"## Friedman #1 (N=240, 1000 noise-free test points, solver={solver})\n")
     print(
         "| rep | gamma (5-fold CV) | RVM MSE | RVM vectors | RVM fit s | eta-RVM MSE | "
@@ -122,7 +122,7 @@ def friedman_1(reps: int, solver: str) -> None:
     )
     print("|---" * 11 + "|")
     plain, scaled = [], []
-    for rep in range(reps):
+    for rep in range(first, first + reps):
         X, t = make_friedman1(240, noise=1.0, random_state=1000 + rep)
         X_test, f_test = make_friedman1(1000, noise=0.0, random_state=5000 + rep)
         gamma = cross_validated_gamma(X, t, solver, seed=rep)
@@ -159,12 +159,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sinc-seeds", type=int, default=5)
     parser.add_argument("--friedman-reps", type=int, default=10)
+    parser.add_argument("--friedman-first", type=int, default=0, help="first repetition")
     parser.add_argument("--solver", default="mackay")
     args = parser.parse_args()
     if args.sinc_seeds:
         table_1_2(args.sinc_seeds, args.solver)
     if args.friedman_reps:
-        friedman_1(args.friedman_reps, args.solver)
+        friedman_1(args.friedman_reps, args.solver, args.friedman_first)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,11 @@ at its own step:
    quasi-Newton search (L-BFGS-B) on ``log eta`` maximises the evidence with its
    analytic gradient. The step is accepted only when it raises the evidence.
 
-Instead of the paper's hill climbing, each eta step is a full bounded quasi-Newton
-search. The stopping rule and the guarantee that the result is never worse than the
-starting scales are in :func:`fit_type2_scales`.
+Instead of the paper's hill climbing, each eta step is a bounded quasi-Newton search in
+a trust box. Because the evidence is multimodal in ``eta``, a stalled search also tries
+switching each input dimension off. The stopping rule, the dimension probe and the
+guarantee that the result is never worse than the starting scales are in
+:func:`fit_type2_scales`.
 """
 
 from __future__ import annotations
@@ -444,7 +446,7 @@ def fit_type2_scales(
         return max(helped, key=lambda c: c[0].log_evidence) if helped else None
 
     converged = ascend(start)
-    # Each successful probe switches at least one more dimension off: at most d rounds.
+    # A successful probe switches a dimension off; at most d rounds.
     for _ in range(X.shape[1] if probe_dimensions else 0):
         if not converged:
             break
