@@ -7,8 +7,17 @@ variational inference.
 
 from __future__ import annotations
 
+from bayes_rvm import datasets
 from bayes_rvm.estimators import RVR
 from bayes_rvm.solvers import Prior, ScalesFit, Type2Result, fit_type2, fit_type2_scales
 
-__all__ = ["RVR", "Prior", "ScalesFit", "Type2Result", "fit_type2", "fit_type2_scales"]
+__all__ = [
+    "RVR",
+    "Prior",
+    "ScalesFit",
+    "Type2Result",
+    "datasets",
+    "fit_type2",
+    "fit_type2_scales",
+]
 __version__ = "0.1.0"

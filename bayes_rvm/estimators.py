@@ -88,12 +88,7 @@ class _BaseRVM(BaseEstimator):
 
     def _design(self, X: np.ndarray) -> np.ndarray:
         """Design rows of new inputs over the active basis functions."""
-        if self.kernel_ is None:  # precomputed: X holds k(x_new, x_train)
-            if X.shape[1] != self.n_train_:
-                raise ValueError(
-                    f"with kernel='precomputed', X must have {self.n_train_} columns "
-                    f"(one per training sample); got {X.shape[1]}"
-                )
+        if self.kernel_ is None:  # precomputed: X holds k(x_new, x_train), checked by sklearn
             columns = [X[:, self.relevance_indices_]]
             if self.intercept_active_:
                 columns.append(np.ones((X.shape[0], 1)))
@@ -117,7 +112,6 @@ class _BaseRVM(BaseEstimator):
         bias_cols = (active == n_train) if self.bias else np.zeros(active.size, dtype=bool)
         extra_cols = ~kernel_cols & ~bias_cols
         self.result_ = result
-        self.n_train_ = n_train
         self.relevance_indices_ = active[kernel_cols]
         self.relevance_vectors_ = X[self.relevance_indices_]
         self.intercept_active_ = bool(bias_cols.any())
@@ -184,7 +178,8 @@ or callable, default="rbf"
     max_iter : int, optional
         Solver iteration limit (solver default when ``None``).
     tol : float, default=1e-6
-        Convergence threshold on ``log alpha`` and ``log beta``.
+        Convergence threshold on the gradient of the log evidence with respect to
+        ``log alpha`` and ``log beta`` (see :func:`bayes_rvm.fit_type2`).
     optimize_scales : bool, default=False
         Learn one input scale per dimension of the "rbf" (or "laplacian") kernel by the
         evidence, starting from ``gamma`` (the eta-RVM, Tipping 2001, App. C; see

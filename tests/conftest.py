@@ -10,6 +10,9 @@ if "base_compiledir" not in os.environ.get("PYTENSOR_FLAGS", ""):
     flags = os.environ.get("PYTENSOR_FLAGS", "")
     os.environ["PYTENSOR_FLAGS"] = f"base_compiledir={_cache}" + (f",{flags}" if flags else "")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Single-threaded BLAS: the machines have 2 cores, and results must not depend on threading.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -89,7 +89,8 @@ def fit_type2(
     max_iter : int, optional
         Iteration limit (the solver's default when ``None``).
     tol : float
-        Convergence threshold on the largest change of ``log alpha`` and ``log beta``.
+        Convergence threshold on the largest absolute derivative of the objective with
+        respect to ``log alpha_i`` and ``log beta`` (nats per unit of log).
     verbose : bool
         Print progress.
 

@@ -47,11 +47,8 @@ def _prune(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
     if prior.a or prior.b:
         # A proper Gamma prior keeps the optimum finite: no coordinate step to infinity.
         return negligible
-    # Faul & Tipping (2002): with Sigma_ii = 1 / (alpha_i + s_i), mu_i = q_i Sigma_ii
-    s = 1.0 / state.sigma_diag - alpha
-    q = state.mu / state.sigma_diag
     # alpha_i -> inf maximises the evidence in alpha_i when q_i^2 <= s_i (eq. 17 has no root)
-    return negligible | ((state.gamma < NEGLIGIBLE_GAMMA) & (q**2 <= s))
+    return negligible | ((state.gamma < NEGLIGIBLE_GAMMA) & (state.q**2 <= state.s))
 
 
 RULES = Rules("em", _alpha, _noise_var, _prune)

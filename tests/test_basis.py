@@ -1,0 +1,69 @@
+"""The lazy design matrix equals the dense one, block by block."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis, as_basis
+from bayes_rvm.kernels import RBF
+
+
+@pytest.fixture
+def basis(rng):
+    X = rng.normal(size=(23, 2))
+    B = KernelBasis(X, RBF(0.4), extra=["linear", ("cube", lambda Z: Z[:, 0] ** 3)])
+    B._block = 4  # force several blocks
+    dense = np.column_stack([RBF(0.4)(X, X), np.ones(23), X, X[:, 0] ** 3])
+    return B, dense
+
+
+def test_layout_and_names(basis):
+    B, dense = basis
+    assert B.shape == dense.shape
+    assert B.column_names[-4:] == ["bias", "x1", "x2", "cube"]
+    np.testing.assert_allclose(B.toarray(), dense, rtol=1e-14)
+
+
+def test_blocked_products_equal_dense(basis, rng):
+    B, dense = basis
+    V = rng.normal(size=(23, 3))
+    np.testing.assert_allclose(B.transpose_dot(V), dense.T @ V, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(B.transpose_dot(V[:, 0]), dense.T @ V[:, 0], atol=1e-12)
+    np.testing.assert_allclose(B.sq_norms(), np.sum(dense**2, axis=0), rtol=1e-12)
+    idx = [3, 23, 25, 0]
+    np.testing.assert_allclose(B.cross(idx), dense.T @ dense[:, idx], rtol=1e-12, atol=1e-12)
+
+
+def test_evaluate_new_inputs(basis, rng):
+    B, _ = basis
+    Xn = rng.normal(size=(4, 2))
+    idx = np.array([0, 5, 23, 24, 26])
+    expected = np.column_stack([RBF(0.4)(Xn, B.X[[0, 5]]), np.ones(4), Xn[:, 0], Xn[:, 0] ** 3])
+    np.testing.assert_allclose(B.evaluate(Xn, idx), expected, rtol=1e-13)
+    np.testing.assert_allclose(B.evaluate(B.X, idx), B.columns(idx), rtol=1e-13)
+
+
+def test_quadratic_terms():
+    X = np.array([[1.0, 2.0], [3.0, -1.0]])
+    values, names = ExtraColumns(["quadratic"]).evaluate(X)
+    assert names == ["x1*x1", "x1*x2", "x2*x2"]
+    np.testing.assert_allclose(values, [[1, 2, 4], [9, -3, 1]])
+
+
+def test_dense_basis_and_errors(rng):
+    Phi = rng.normal(size=(5, 3))
+    B = as_basis(Phi)
+    assert isinstance(B, DenseBasis)
+    assert as_basis(B) is B
+    np.testing.assert_allclose(B.cross([2]), Phi.T @ Phi[:, [2]])
+    with pytest.raises(ValueError, match="NaN"):
+        as_basis(np.array([[np.nan]]))
+    with pytest.raises(ValueError, match="2 dimensions"):
+        as_basis(np.ones(3))
+    with pytest.raises(IndexError):
+        KernelBasis(Phi, RBF(1.0)).columns([9])
+    with pytest.raises(ValueError, match="unknown extra column"):
+        ExtraColumns(["cubic"])
+    with pytest.raises(TypeError, match="extra column"):
+        ExtraColumns([42])

@@ -1,0 +1,124 @@
+"""The evidence and the one-basis-function analysis against dense N x N computations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bayes_rvm.evidence import (
+    delta_add,
+    delta_delete,
+    delta_reestimate,
+    hyperprior_log_density,
+    log_evidence_dense,
+    log_evidence_gaussian,
+    log_likelihood_alpha_i,
+    optimal_alpha,
+    own_sparsity_quality,
+    sparsity_quality,
+)
+from bayes_rvm.posterior import gaussian_posterior
+
+
+@pytest.fixture
+def problem(rng):
+    N, M = 40, 12
+    Phi = rng.normal(size=(N, M))
+    t = Phi[:, :3] @ np.array([1.0, -2.0, 0.5]) + rng.normal(0, 0.3, N)
+    alpha = rng.uniform(0.1, 5.0, M)
+    return Phi, t, alpha, 1 / 0.3**2
+
+
+def weight_space_evidence(Phi, t, alpha, beta):
+    L, mu = gaussian_posterior(Phi.T @ Phi, Phi.T @ t, alpha, beta)
+    r = t - Phi @ mu
+    return log_evidence_gaussian(L, mu, alpha, beta, float(r @ r), t.size)
+
+
+def dense_C(Phi, alpha, beta):
+    return np.eye(Phi.shape[0]) / beta + (Phi / alpha) @ Phi.T
+
+
+def test_weight_space_evidence_equals_dense(problem):
+    Phi, t, alpha, beta = problem
+    expected = stats.multivariate_normal(np.zeros(t.size), dense_C(Phi, alpha, beta)).logpdf(t)
+    assert log_evidence_dense(Phi, t, alpha, beta) == pytest.approx(expected, rel=1e-11)
+    assert weight_space_evidence(Phi, t, alpha, beta) == pytest.approx(expected, rel=1e-11)
+
+
+def test_hyperprior_matches_scipy_on_log_scale(rng):
+    alpha, beta = rng.uniform(0.1, 3, 5), 2.5
+    a, b, c, d = 2.0, 0.7, 1.5, 0.2
+    # p(log x) = x p(x)
+    expected = np.sum(stats.gamma(a, scale=1 / b).logpdf(alpha) + np.log(alpha))
+    expected += stats.gamma(c, scale=1 / d).logpdf(beta) + np.log(beta)
+    assert hyperprior_log_density(alpha, beta, a, b, c, d) == pytest.approx(expected, rel=1e-12)
+    assert hyperprior_log_density(alpha, beta, 0, 0, 0, 0) == 0.0
+    assert hyperprior_log_density(alpha, None, 0, 0, 3, 3) == 0.0
+
+
+def test_sparsity_quality_equals_dense(problem):
+    Phi, t, alpha, beta = problem
+    active, _cand = np.arange(6), np.arange(12)
+    Pa = Phi[:, active]
+    L, mu = gaussian_posterior(Pa.T @ Pa, Pa.T @ t, alpha[active], beta)
+    S, Q = sparsity_quality(beta * Phi.T @ Pa, beta * np.sum(Phi**2, 0), beta * Phi.T @ t, L, mu)
+    Cinv = np.linalg.inv(dense_C(Pa, alpha[active], beta))
+    np.testing.assert_allclose(S, np.einsum("ij,ik,kj->j", Phi, Cinv, Phi), rtol=1e-9)
+    np.testing.assert_allclose(Q, Phi.T @ Cinv @ t, rtol=1e-9)
+    # s, q: the column's own term removed from C
+    alpha_all = np.full(12, np.inf)
+    alpha_all[active] = alpha[active]
+    s, q = own_sparsity_quality(S, Q, alpha_all)
+    for i in active:
+        rest = np.setdiff1d(active, [i])
+        Cinv_i = np.linalg.inv(dense_C(Phi[:, rest], alpha[rest], beta))
+        assert s[i] == pytest.approx(Phi[:, i] @ Cinv_i @ Phi[:, i], rel=1e-8)
+        assert q[i] == pytest.approx(Phi[:, i] @ Cinv_i @ t, rel=1e-8)
+    np.testing.assert_array_equal(s[6:], S[6:])
+
+
+def test_optimal_alpha_maximises_the_evidence_in_one_alpha(problem):
+    Phi, t, alpha, beta = problem
+    rest = np.arange(1, 12)
+    Cinv = np.linalg.inv(dense_C(Phi[:, rest], alpha[rest], beta))
+    s, q = Phi[:, 0] @ Cinv @ Phi[:, 0], Phi[:, 0] @ Cinv @ t
+    best = optimal_alpha(np.array([s]), np.array([q]))[0]
+    assert np.isfinite(best)
+
+    def full(a0):
+        return log_evidence_dense(Phi, t, np.r_[a0, alpha[rest]], beta)
+
+    for factor in (0.9, 1.1):
+        assert full(best) > full(best * factor)
+    # l(alpha_i) is the alpha_i-dependent part of the evidence (Faul & Tipping eq. 15)
+    assert full(2 * best) - full(best) == pytest.approx(
+        log_likelihood_alpha_i(2 * best, s, q) - log_likelihood_alpha_i(best, s, q), rel=1e-8
+    )
+    assert optimal_alpha(np.array([2.0]), np.array([1.0]))[0] == np.inf
+
+
+def test_deltas_equal_differences_of_dense_evidence(problem):
+    Phi, t, alpha, beta = problem
+    active = np.arange(5)
+    Pa = Phi[:, active]
+    L, mu = gaussian_posterior(Pa.T @ Pa, Pa.T @ t, alpha[active], beta)
+    S, Q = sparsity_quality(beta * Phi.T @ Pa, beta * np.sum(Phi**2, 0), beta * Phi.T @ t, L, mu)
+    base = log_evidence_dense(Pa, t, alpha[active], beta)
+    alpha_all = np.r_[alpha[active], np.full(7, np.inf)]
+    s, q = own_sparsity_quality(S, Q, alpha_all)
+    new = optimal_alpha(s, q)
+    # add an inactive column with theta > 0
+    j = next(j for j in range(5, 12) if np.isfinite(new[j]))
+    added = log_evidence_dense(Phi[:, [*active, j]], t, np.r_[alpha[active], new[j]], beta)
+    assert delta_add(S[j : j + 1], Q[j : j + 1])[0] == pytest.approx(added - base, rel=1e-8)
+    # re-estimate and delete an active column
+    i = 0
+    moved = alpha[active].copy()
+    moved[i] = 3.7
+    assert delta_reestimate(S[[i]], Q[[i]], alpha[[i]], np.array([3.7]))[0] == pytest.approx(
+        log_evidence_dense(Pa, t, moved, beta) - base, rel=1e-8
+    )
+    deleted = log_evidence_dense(Pa[:, 1:], t, alpha[active][1:], beta)
+    assert delta_delete(S[[i]], Q[[i]], alpha[[i]])[0] == pytest.approx(deleted - base, rel=1e-8)
