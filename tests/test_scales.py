@@ -5,11 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bayes_rvm import RVR, fit_type2, fit_type2_scales
+from bayes_rvm import RVC, RVR, fit_type2, fit_type2_scales
 from bayes_rvm.basis import KernelBasis
 from bayes_rvm.evidence import log_evidence_dense
 from bayes_rvm.kernels import RBF, Laplacian, Polynomial
-from bayes_rvm.solvers.scales import log_evidence_scale_gradient
+from bayes_rvm.solvers.scales import (
+    log_evidence_scale_gradient,
+    log_evidence_scale_gradient_bernoulli,
+)
 
 
 def _sinc_plus_linear(n: int, seed: int):
@@ -191,7 +194,7 @@ def test_dimension_probe_crosses_the_valley_to_the_higher_mode():
     ("kwargs", "error", "match"),
     [
         ({"kernel": Polynomial(2)}, ValueError, "only for the Gaussian"),
-        ({"likelihood": "bernoulli"}, ValueError, "supports likelihood 'gaussian'"),
+        ({"likelihood": "categorical"}, ValueError, "supports likelihood 'gaussian'"),
         ({"scale_bounds": (2.0, 10.0)}, ValueError, "0 < low <= 1 <= high"),
         ({"scale_bounds": 3.0}, ValueError, "a pair"),
         ({"max_outer": 0}, ValueError, "max_outer must be >= 1"),
@@ -224,3 +227,36 @@ def test_estimator_without_scales_reports_extra_weights():
     basis = KernelBasis(X, RBF(0.2), extra=[("x2 / 2", lambda X: X[:, 1] / 2)])
     expected = fit_type2(basis, t)
     np.testing.assert_allclose(model.predict(X), basis.columns(expected.active) @ expected.mu)
+
+
+def test_bernoulli_scale_gradient_matches_central_differences():
+    """Laplace evidence of a classifier: the mode moves with eta and the gradient counts it."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(50, 2))
+    t = (X[:, 0] ** 2 + 0.3 * rng.normal(size=50) > 0.8).astype(float)
+    basis = KernelBasis(X, RBF([0.7, 0.3]), extra=["linear"])
+    active = np.array([1, 5, 9, 20, 33, 50, 52])  # 5 kernels, bias, x2
+    alpha = rng.uniform(0.1, 2.0, active.size)
+    _, gradient = log_evidence_scale_gradient_bernoulli(basis, t, active, alpha)
+
+    def log_evidence(z):
+        moved = basis.with_kernel(RBF(np.exp(z)))
+        return log_evidence_scale_gradient_bernoulli(moved, t, active, alpha)[0]
+
+    numeric = _central_difference(log_evidence, np.log([0.7, 0.3]), 1e-5)
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-6)
+    assert np.all(np.abs(gradient) > 1e-2)  # the check is not between two zeros
+
+
+def test_rvc_scales_never_lower_the_evidence_and_widen_the_irrelevant_input():
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-3, 3, (60, 2))
+    y = np.where(np.sin(X[:, 0]) + 0.2 * rng.normal(size=60) > 0, "b", "a")
+    start = RVC(gamma=0.5, extra_columns=["linear"], tol=1e-3).fit(X, y)
+    model = RVC(gamma=0.5, extra_columns=["linear"], tol=1e-3, optimize_scales=True).fit(X, y)
+    assert model.scales_fit_.result.likelihood == "bernoulli"
+    assert model.scales_fit_.log_evidence_path[0] == pytest.approx(start.log_evidence_)
+    assert model.log_evidence_ >= start.log_evidence_
+    assert model.scales_[1] < model.scales_[0]
+    assert set(model.extra_coef_) == {"x1", "x2"}
+    assert np.mean(model.predict(X) == y) > 0.8
