@@ -177,8 +177,12 @@ or callable, default="rbf"
         Polynomial offset.
     bias : bool, default=True
         Add a constant basis function (its weight is ``intercept_``).
-    solver : {"mackay", "em"}, default="mackay"
-        Type-II optimiser (:func:`bayes_rvm.fit_type2`).
+    solver : {"mackay", "em", "sequential"}, default="mackay"
+        Type-II optimiser (:func:`bayes_rvm.fit_type2`). "mackay" and "em" start from the
+        full basis and accept Gamma priors on ``alpha``. "sequential" (Tipping & Faul 2003)
+        adds, re-estimates and deletes one basis function at a time and never forms the
+        ``N x N`` kernel matrix; it needs ``a = b = 0`` and can end at a different local
+        optimum (``docs/benchmarks.md``).
     a, b : float, default=0.0
         Gamma hyperprior on each ``alpha_i``.
     c, d : float, default=0.0
@@ -188,8 +192,9 @@ or callable, default="rbf"
     max_iter : int, optional
         Solver iteration limit (solver default when ``None``).
     tol : float, default=1e-6
-        Convergence threshold on the gradient of the log evidence with respect to
-        ``log alpha`` and ``log beta`` (see :func:`bayes_rvm.fit_type2`).
+        Convergence threshold: for "mackay" and "em" on the gradient of the log evidence
+        with respect to ``log alpha`` and ``log beta``, for "sequential" on the largest
+        possible gain of the log evidence in nats (see :func:`bayes_rvm.fit_type2`).
     optimize_scales : bool, default=False
         Learn one input scale per dimension of the "rbf" (or "laplacian") kernel by the
         evidence, starting from ``gamma`` (the eta-RVM, Tipping 2001, App. C; see

@@ -146,7 +146,7 @@ def test_predictions_use_the_learned_scales_and_extra_columns(sinc_scales_fit):
     np.testing.assert_allclose(model.predict(X_new), expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("solver", ["mackay", "em"])
+@pytest.mark.parametrize("solver", ["mackay", "em", "sequential"])
 def test_scale_search_never_lowers_the_evidence(solver):
     rng = np.random.default_rng(11)
     X = rng.uniform(-4, 4, (40, 3))

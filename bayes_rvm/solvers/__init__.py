@@ -19,7 +19,7 @@ from bayes_rvm._validation import (
 )
 from bayes_rvm.basis import Basis, as_basis
 from bayes_rvm.laplace import Bernoulli, Categorical
-from bayes_rvm.solvers import em, mackay
+from bayes_rvm.solvers import em, mackay, sequential
 from bayes_rvm.solvers._base import Prior, Type2Result
 from bayes_rvm.solvers.scales import ScalesFit, fit_type2_scales
 
@@ -38,6 +38,7 @@ __all__ = [
 SOLVERS = {
     "mackay": (mackay.fit, 10_000),
     "em": (em.fit, 100_000),
+    "sequential": (sequential.fit, 100_000),
 }
 
 
@@ -101,8 +102,11 @@ def fit_type2(
         classes (eq. 28; Bishop 2006, eq. 7.120-7.122); the result's ``mu`` has shape
         ``(M, K)`` and each ``alpha_m`` is shared by the ``K`` weights of basis function
         ``m`` (see :mod:`bayes_rvm.laplace` for why). Classification ignores ``c, d``.
-    solver : {"mackay", "em"}
-        Re-estimation rule (see :data:`SOLVERS`).
+    solver : {"mackay", "em", "sequential"}
+        Type-II optimiser (see :data:`SOLVERS`): "mackay" (default; eq. 44, 46) and "em"
+        (eq. 48, 50) re-estimate every hyperparameter from the full basis; "sequential"
+        (Tipping & Faul 2003, needs ``a = b = 0``) grows the model one basis function at a
+        time and keeps ``O(N M)`` memory, but can end at a different local optimum.
     a, b : float
         ``alpha_i ~ Gamma(a, b)``; 0 is the paper's uniform prior over ``log alpha``.
     c, d : float
@@ -112,8 +116,10 @@ def fit_type2(
     max_iter : int, optional
         Iteration limit (the solver's default when ``None``).
     tol : float
-        Convergence threshold on the largest absolute derivative of the objective with
-        respect to ``log alpha_i`` and ``log beta`` (nats per unit of log).
+        Convergence threshold: for "mackay" and "em" the largest absolute derivative of
+        the objective with respect to ``log alpha_i`` and ``log beta`` (nats per unit of
+        log); for "sequential" the largest possible gain of the log evidence (nats) of any
+        single add / re-estimate / delete step and of the noise update.
     verbose : bool
         Print progress.
 
@@ -166,7 +172,8 @@ def fit_type2(
         max_iter=max_iter,
         tol=float(tol),
         verbose=verbose,
-        link=link,
+        # only the classification solvers take a likelihood (checked above)
+        **({} if link is None else {"link": link}),
     )
     if not result.converged:
         warnings.warn(
