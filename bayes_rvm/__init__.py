@@ -16,7 +16,7 @@ from importlib import import_module
 
 from bayes_rvm import datasets
 from bayes_rvm.estimators import RVC, RVR
-from bayes_rvm.solvers import Prior, Type2Result, fit_type2
+from bayes_rvm.solvers import Prior, ScalesFit, Type2Result, fit_type2, fit_type2_scales
 
 #: public name -> module that defines it, imported on first access (PyMC is slow to import)
 _LAZY = {
@@ -29,7 +29,17 @@ _LAZY = {
     "build_model": "bayes_rvm.pymc_model",
 }
 
-__all__ = ["RVC", "RVR", "Prior", "Type2Result", "datasets", "fit_type2", *sorted(_LAZY)]
+__all__ = [
+    "RVC",
+    "RVR",
+    "Prior",
+    "ScalesFit",
+    "Type2Result",
+    "datasets",
+    "fit_type2",
+    "fit_type2_scales",
+    *sorted(_LAZY),
+]
 __version__ = "0.1.0"
 
 

@@ -12,10 +12,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from bayes_rvm.basis import DenseBasis, KernelBasis
+from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis
 from bayes_rvm.kernels import get_kernel
 from bayes_rvm.laplace import probit_scale
 from bayes_rvm.solvers import fit_type2
+from bayes_rvm.solvers.scales import fit_type2_scales
 
 __all__ = ["RVC", "RVR"]
 
@@ -48,10 +49,45 @@ class _BaseRVM(BaseEstimator):
                     "with kernel='precomputed', X must be the square training Gram matrix; "
                     f"got shape {X.shape}"
                 )
+            if self.extra_columns:
+                raise ValueError(
+                    "extra_columns need the inputs; with kernel='precomputed' X is a Gram "
+                    "matrix: append the extra columns to it instead"
+                )
             Phi = np.column_stack([X, np.ones(X.shape[0])]) if self.bias else X
             return DenseBasis(Phi), None
         kernel = get_kernel(self.kernel, self._resolve_gamma(X), self.degree, self.coef0)
-        return KernelBasis(X, kernel, bias=self.bias), kernel
+        return KernelBasis(X, kernel, bias=self.bias, extra=self.extra_columns or ()), kernel
+
+    def _fit_type2(self, X: np.ndarray, y: np.ndarray, likelihood: str):
+        """The solver's fit, with the input scales learned when ``optimize_scales``.
+
+        Returns the :class:`~bayes_rvm.Type2Result` and the fitted kernel.
+        """
+        basis, kernel = self._build_basis(X)
+        options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
+        if likelihood == "gaussian":
+            options.update(c=self.c, d=self.d, noise_var=self.noise_var)
+        if not self.optimize_scales:
+            result = fit_type2(basis, y, likelihood, self.solver, verbose=self.verbose, **options)
+            self.scales_ = None
+            return result, kernel
+        if kernel is None:
+            raise ValueError("optimize_scales=True needs the inputs, not kernel='precomputed'")
+        fit = fit_type2_scales(
+            X,
+            y,
+            kernel,
+            likelihood,
+            self.solver,
+            bias=self.bias,
+            extra=basis.extra,
+            verbose=self.verbose,
+            **options,
+        )
+        self.scales_ = fit.scales
+        self.scales_fit_ = fit
+        return fit.result, fit.kernel
 
     def _design(self, X: np.ndarray) -> np.ndarray:
         """Design rows of new inputs over the active basis functions."""
@@ -60,29 +96,55 @@ class _BaseRVM(BaseEstimator):
             if self.intercept_active_:
                 columns.append(np.ones((X.shape[0], 1)))
             return np.column_stack(columns) if columns else np.empty((X.shape[0], 0))
-        basis = KernelBasis(self.relevance_vectors_, self.kernel_, bias=self.bias)
-        active = np.arange(self.relevance_vectors_.shape[0])
-        if self.intercept_active_:
-            active = np.append(active, basis.n_centres)
-        return basis.evaluate(X, active)
+        basis = KernelBasis(
+            self.relevance_vectors_, self.kernel_, bias=self.bias, extra=self.extra_columns or ()
+        )
+        return basis.evaluate(X, self._active_local_)
+
+    def _extra_names(self, X: np.ndarray) -> list[str]:
+        """Names of the extra columns (Sec. 4.3), in their order in the design matrix."""
+        if not self.extra_columns:
+            return []
+        return ExtraColumns(self.extra_columns).evaluate(X[:1])[1]
 
     def _store(self, result, X: np.ndarray) -> None:
         """Fitted attributes from a :class:`~bayes_rvm.Type2Result`."""
         n_train = X.shape[0]
-        kernel_cols = result.active < n_train
+        active = result.active
+        kernel_cols = active < n_train
+        bias_cols = (active == n_train) if self.bias else np.zeros(active.size, dtype=bool)
+        extra_cols = ~kernel_cols & ~bias_cols
         self.result_ = result
         self.n_train_ = n_train
-        self.relevance_indices_ = result.active[kernel_cols]
+        self.relevance_indices_ = active[kernel_cols]
         self.relevance_vectors_ = X[self.relevance_indices_]
-        self.intercept_active_ = bool(np.any(result.active == n_train)) and self.bias
+        self.intercept_active_ = bool(bias_cols.any())
         self.coef_ = result.mu[kernel_cols]
         if result.mu.ndim == 2:  # softmax: one column per class
-            intercept = result.mu[~kernel_cols]
-            self.intercept_ = (
-                intercept[0] if self.intercept_active_ else np.zeros(intercept.shape[1])
-            )
+            zero = np.zeros(result.mu.shape[1])
+            self.intercept_ = result.mu[bias_cols][0] if self.intercept_active_ else zero
         else:
-            self.intercept_ = float(result.mu[~kernel_cols][0]) if self.intercept_active_ else 0.0
+            zero = 0.0
+            self.intercept_ = float(result.mu[bias_cols][0]) if self.intercept_active_ else 0.0
+        # Extra columns (Sec. 4.3) by name; pruned ones have weight 0.
+        first_extra = n_train + int(self.bias)
+        names = self._extra_names(X)
+        self.extra_coef_ = {name: np.copy(zero) if np.ndim(zero) else zero for name in names}
+        for column, weight in zip(active[extra_cols], result.mu[extra_cols], strict=True):
+            self.extra_coef_[names[column - first_extra]] = (
+                weight if weight.ndim else float(weight)
+            )
+        # Column of every active weight in a basis centred on the relevance vectors only.
+        n_relevance = self.relevance_indices_.size
+        local = np.empty(active.size, dtype=np.intp)
+        local[kernel_cols] = np.arange(n_relevance)
+        local[bias_cols] = n_relevance
+        local[extra_cols] = n_relevance + int(self.bias) + active[extra_cols] - first_extra
+        self._active_local_ = local
+        self.active_names_ = [
+            f"k{j}" if j < n_train else "bias" if j < first_extra else names[j - first_extra]
+            for j in active
+        ]
         self.alpha_ = result.alpha
         self.sigma_ = result.Sigma
         self.log_evidence_ = result.log_evidence
@@ -134,6 +196,15 @@ or callable, default="rbf"
         Convergence threshold: for "mackay" and "em" on the gradient of the log evidence
         with respect to ``log alpha`` and ``log beta``, for "sequential" on the largest
         possible gain of the log evidence in nats (see :func:`bayes_rvm.fit_type2`).
+    optimize_scales : bool, default=False
+        Learn one input scale per dimension of the "rbf" (or "laplacian") kernel by the
+        evidence, starting from ``gamma`` (the eta-RVM, Tipping 2001, App. C; see
+        :func:`bayes_rvm.solvers.scales.fit_type2_scales`).
+    extra_columns : sequence, optional
+        Extra basis functions appended after the kernel columns and the bias, pruned like
+        any other (Sec. 4.3): ``"linear"`` (the inputs ``x1, x2, ...``), ``"quadratic"``
+        (``x1*x1, x1*x2, ...``) or pairs ``(name, f)`` with ``f(X)`` an array of one or
+        more columns (:class:`bayes_rvm.basis.ExtraColumns`).
     verbose : bool, default=False
 
     Attributes
@@ -147,7 +218,8 @@ or callable, default="rbf"
     intercept_ : float
         Posterior mean of the bias weight (0 when ``bias=False`` or pruned).
     alpha_ : ndarray
-        Precisions of the active basis functions: relevance vectors, then the bias.
+        Precisions of the active basis functions: relevance vectors, then the bias, then
+        extra columns (see ``active_names_``).
     sigma_ : ndarray
         Posterior covariance of the active weights, same order as ``alpha_``.
     noise_var_ : float
@@ -157,7 +229,18 @@ or callable, default="rbf"
     log_evidence_path_ : ndarray
     n_iter_ : int
     kernel_ : Kernel or None
-        The kernel with ``gamma`` resolved (``None`` when precomputed).
+        The kernel with ``gamma`` resolved, or the learned scales with
+        ``optimize_scales`` (``None`` when precomputed).
+    scales_ : ndarray of shape (n_features,) or None
+        Learned input scales ``eta`` (``None`` unless ``optimize_scales``).
+    scales_fit_ : ScalesFit
+        With ``optimize_scales``: the scale search (path, gradient, convergence).
+    extra_coef_ : dict
+        Posterior mean weight of every extra column by name (``"x2"``, ``"x1*x2"``, ...);
+        0.0 for pruned ones.
+    active_names_ : list of str
+        Name of every active basis function, aligned with ``alpha_`` and ``sigma_``:
+        ``"k<i>"`` for the kernel centred on training row ``i``, ``"bias"``, extra names.
     result_ : Type2Result
         The solver's complete result.
     n_train_ : int
@@ -192,6 +275,8 @@ or callable, default="rbf"
         noise_var=None,
         max_iter=None,
         tol=1e-6,
+        optimize_scales=False,
+        extra_columns=None,
         verbose=False,
     ):
         self.kernel = kernel
@@ -207,27 +292,15 @@ or callable, default="rbf"
         self.noise_var = noise_var
         self.max_iter = max_iter
         self.tol = tol
+        self.optimize_scales = optimize_scales
+        self.extra_columns = extra_columns
         self.verbose = verbose
 
     def fit(self, X, y):
         """Fit the hyperparameters by type-II maximum likelihood; returns ``self``."""
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         self._check_n_samples(X)
-        basis, kernel = self._build_basis(X)
-        result = fit_type2(
-            basis,
-            y,
-            likelihood="gaussian",
-            solver=self.solver,
-            a=self.a,
-            b=self.b,
-            c=self.c,
-            d=self.d,
-            noise_var=self.noise_var,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            verbose=self.verbose,
-        )
+        result, kernel = self._fit_type2(X, y, "gaussian")
         self.kernel_ = kernel
         self._store(result, X)
         self.noise_var_ = result.noise_var
@@ -296,6 +369,13 @@ or callable, default="rbf"
     tol : float, default=1e-6
         Convergence threshold on the gradient of the (Laplace) log evidence with respect
         to ``log alpha`` (see :func:`bayes_rvm.fit_type2`).
+    optimize_scales : bool, default=False
+        Learn one input scale per dimension of the "rbf" (or "laplacian") kernel by the
+        Laplace evidence (binary problems, and each classifier of "ovr"); see
+        :func:`bayes_rvm.solvers.scales.fit_type2_scales`.
+    extra_columns : sequence, optional
+        Extra basis functions after the kernel columns and the bias (Sec. 4.3), as in
+        :class:`RVR`.
     verbose : bool, default=False
 
     Attributes
@@ -322,6 +402,13 @@ or callable, default="rbf"
         ``"ovr"`` with more than two classes: the fitted binary classifiers, class ``k``
         against the rest.
     kernel_ : Kernel or None
+        With ``optimize_scales``, the kernel at the learned scales.
+    scales_ : ndarray of shape (n_features,) or None
+        Learned input scales (binary fits with ``optimize_scales``).
+    extra_coef_ : dict
+        Weight of every extra column by name (0 when pruned); binary and multinomial.
+    active_names_ : list of str
+        Name of every active basis function, aligned with ``alpha_``.
     result_ : Type2Result
         Binary and multinomial only.
 
@@ -354,6 +441,8 @@ or callable, default="rbf"
         moderated=False,
         max_iter=None,
         tol=1e-6,
+        optimize_scales=False,
+        extra_columns=None,
         verbose=False,
     ):
         self.kernel = kernel
@@ -368,6 +457,8 @@ or callable, default="rbf"
         self.moderated = moderated
         self.max_iter = max_iter
         self.tol = tol
+        self.optimize_scales = optimize_scales
+        self.extra_columns = extra_columns
         self.verbose = verbose
 
     def fit(self, X, y):
@@ -404,19 +495,8 @@ or callable, default="rbf"
             self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
             self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
             return self
-        basis, kernel = self._build_basis(X)
         likelihood = "bernoulli" if n_classes == 2 else "categorical"
-        result = fit_type2(
-            basis,
-            codes,
-            likelihood=likelihood,
-            solver=self.solver,
-            a=self.a,
-            b=self.b,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            verbose=self.verbose,
-        )
+        result, kernel = self._fit_type2(X, codes, likelihood)
         self.kernel_ = kernel
         self._store(result, X)
         self.n_relevance_ = int(self.relevance_indices_.size)

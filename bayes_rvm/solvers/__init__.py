@@ -21,8 +21,18 @@ from bayes_rvm.basis import Basis, as_basis
 from bayes_rvm.laplace import Bernoulli, Categorical
 from bayes_rvm.solvers import em, mackay, sequential
 from bayes_rvm.solvers._base import Prior, Type2Result
+from bayes_rvm.solvers.scales import ScalesFit, fit_type2_scales
 
-__all__ = ["CLASSIFICATION_SOLVERS", "LIKELIHOODS", "SOLVERS", "Prior", "Type2Result", "fit_type2"]
+__all__ = [
+    "CLASSIFICATION_SOLVERS",
+    "LIKELIHOODS",
+    "SOLVERS",
+    "Prior",
+    "ScalesFit",
+    "Type2Result",
+    "fit_type2",
+    "fit_type2_scales",
+]
 
 #: solver name -> (fit function, default max_iter)
 SOLVERS = {
