@@ -57,9 +57,9 @@ def cholesky(H: np.ndarray, what: str = "posterior precision") -> np.ndarray:
     )
 
 
-def solve_lower(L: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``L^-1 B`` by forward substitution."""
-    return linalg.solve_triangular(L, B, lower=True, check_finite=False)
+def solve_lower(L: np.ndarray, B: np.ndarray, transpose: bool = False) -> np.ndarray:
+    """``L^-1 B`` by forward substitution (``L^-T B`` by back substitution if ``transpose``)."""
+    return linalg.solve_triangular(L, B, lower=True, trans=int(transpose), check_finite=False)
 
 
 def cho_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ products ``Phi^T V`` computed in blocks of centres, so that memory stays ``O(N M
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from itertools import combinations_with_replacement
@@ -177,6 +178,16 @@ class KernelBasis(Basis):
             + extra_names
         )
         self._block = max(1, BLOCK_BYTES // (8 * self.n_rows))
+
+    def with_kernel(self, kernel: Kernel | Callable) -> KernelBasis:
+        """The same basis (inputs, centres, bias, extra columns) with another kernel.
+
+        The extra columns are not re-evaluated; used when kernel parameters such as the
+        input scales change during a fit (Tipping 2001, App. C).
+        """
+        other = copy.copy(self)
+        other.kernel = kernel
+        return other
 
     def _kernel(self, X: np.ndarray, centres: np.ndarray) -> np.ndarray:
         K = np.asarray(self.kernel(X, centres), dtype=np.float64)

@@ -7,14 +7,18 @@ The estimators only orchestrate: validate, build the basis, call
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from scipy.special import log_expit, log_softmax
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from bayes_rvm.basis import DenseBasis, KernelBasis
+from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis
 from bayes_rvm.kernels import get_kernel
+from bayes_rvm.laplace import probit_scale
 from bayes_rvm.solvers import fit_type2
+from bayes_rvm.solvers.scales import fit_type2_scales
 
-__all__ = ["RVR"]
+__all__ = ["RVC", "RVR"]
 
 
 class _BaseRVM(BaseEstimator):
@@ -45,10 +49,45 @@ class _BaseRVM(BaseEstimator):
                     "with kernel='precomputed', X must be the square training Gram matrix; "
                     f"got shape {X.shape}"
                 )
+            if self.extra_columns:
+                raise ValueError(
+                    "extra_columns need the inputs; with kernel='precomputed' X is a Gram "
+                    "matrix: append the extra columns to it instead"
+                )
             Phi = np.column_stack([X, np.ones(X.shape[0])]) if self.bias else X
             return DenseBasis(Phi), None
         kernel = get_kernel(self.kernel, self._resolve_gamma(X), self.degree, self.coef0)
-        return KernelBasis(X, kernel, bias=self.bias), kernel
+        return KernelBasis(X, kernel, bias=self.bias, extra=self.extra_columns or ()), kernel
+
+    def _fit_type2(self, X: np.ndarray, y: np.ndarray, likelihood: str):
+        """The solver's fit, with the input scales learned when ``optimize_scales``.
+
+        Returns the :class:`~bayes_rvm.Type2Result` and the fitted kernel.
+        """
+        basis, kernel = self._build_basis(X)
+        options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
+        if likelihood == "gaussian":
+            options.update(c=self.c, d=self.d, noise_var=self.noise_var)
+        if not self.optimize_scales:
+            result = fit_type2(basis, y, likelihood, self.solver, verbose=self.verbose, **options)
+            self.scales_ = None
+            return result, kernel
+        if kernel is None:
+            raise ValueError("optimize_scales=True needs the inputs, not kernel='precomputed'")
+        fit = fit_type2_scales(
+            X,
+            y,
+            kernel,
+            likelihood,
+            self.solver,
+            bias=self.bias,
+            extra=basis.extra,
+            verbose=self.verbose,
+            **options,
+        )
+        self.scales_ = fit.scales
+        self.scales_fit_ = fit
+        return fit.result, fit.kernel
 
     def _design(self, X: np.ndarray) -> np.ndarray:
         """Design rows of new inputs over the active basis functions."""
@@ -57,22 +96,55 @@ class _BaseRVM(BaseEstimator):
             if self.intercept_active_:
                 columns.append(np.ones((X.shape[0], 1)))
             return np.column_stack(columns) if columns else np.empty((X.shape[0], 0))
-        basis = KernelBasis(self.relevance_vectors_, self.kernel_, bias=self.bias)
-        active = np.arange(self.relevance_vectors_.shape[0])
-        if self.intercept_active_:
-            active = np.append(active, basis.n_centres)
-        return basis.evaluate(X, active)
+        basis = KernelBasis(
+            self.relevance_vectors_, self.kernel_, bias=self.bias, extra=self.extra_columns or ()
+        )
+        return basis.evaluate(X, self._active_local_)
+
+    def _extra_names(self, X: np.ndarray) -> list[str]:
+        """Names of the extra columns (Sec. 4.3), in their order in the design matrix."""
+        if not self.extra_columns:
+            return []
+        return ExtraColumns(self.extra_columns).evaluate(X[:1])[1]
 
     def _store(self, result, X: np.ndarray) -> None:
         """Fitted attributes from a :class:`~bayes_rvm.Type2Result`."""
         n_train = X.shape[0]
-        kernel_cols = result.active < n_train
+        active = result.active
+        kernel_cols = active < n_train
+        bias_cols = (active == n_train) if self.bias else np.zeros(active.size, dtype=bool)
+        extra_cols = ~kernel_cols & ~bias_cols
         self.result_ = result
-        self.relevance_indices_ = result.active[kernel_cols]
+        self.n_train_ = n_train
+        self.relevance_indices_ = active[kernel_cols]
         self.relevance_vectors_ = X[self.relevance_indices_]
-        self.intercept_active_ = bool(np.any(result.active == n_train)) and self.bias
+        self.intercept_active_ = bool(bias_cols.any())
         self.coef_ = result.mu[kernel_cols]
-        self.intercept_ = float(result.mu[~kernel_cols][0]) if self.intercept_active_ else 0.0
+        if result.mu.ndim == 2:  # softmax: one column per class
+            zero = np.zeros(result.mu.shape[1])
+            self.intercept_ = result.mu[bias_cols][0] if self.intercept_active_ else zero
+        else:
+            zero = 0.0
+            self.intercept_ = float(result.mu[bias_cols][0]) if self.intercept_active_ else 0.0
+        # Extra columns (Sec. 4.3) by name; pruned ones have weight 0.
+        first_extra = n_train + int(self.bias)
+        names = self._extra_names(X)
+        self.extra_coef_ = {name: np.copy(zero) if np.ndim(zero) else zero for name in names}
+        for column, weight in zip(active[extra_cols], result.mu[extra_cols], strict=True):
+            self.extra_coef_[names[column - first_extra]] = (
+                weight if weight.ndim else float(weight)
+            )
+        # Column of every active weight in a basis centred on the relevance vectors only.
+        n_relevance = self.relevance_indices_.size
+        local = np.empty(active.size, dtype=np.intp)
+        local[kernel_cols] = np.arange(n_relevance)
+        local[bias_cols] = n_relevance
+        local[extra_cols] = n_relevance + int(self.bias) + active[extra_cols] - first_extra
+        self._active_local_ = local
+        self.active_names_ = [
+            f"k{j}" if j < n_train else "bias" if j < first_extra else names[j - first_extra]
+            for j in active
+        ]
         self.alpha_ = result.alpha
         self.sigma_ = result.Sigma
         self.log_evidence_ = result.log_evidence
@@ -106,8 +178,12 @@ or callable, default="rbf"
         Polynomial offset.
     bias : bool, default=True
         Add a constant basis function (its weight is ``intercept_``).
-    solver : {"mackay", "em"}, default="mackay"
-        Type-II optimiser (:func:`bayes_rvm.fit_type2`).
+    solver : {"mackay", "em", "sequential"}, default="mackay"
+        Type-II optimiser (:func:`bayes_rvm.fit_type2`). "mackay" and "em" start from the
+        full basis and accept Gamma priors on ``alpha``. "sequential" (Tipping & Faul 2003)
+        adds, re-estimates and deletes one basis function at a time and never forms the
+        ``N x N`` kernel matrix; it needs ``a = b = 0`` and can end at a different local
+        optimum (``docs/benchmarks.md``).
     a, b : float, default=0.0
         Gamma hyperprior on each ``alpha_i``.
     c, d : float, default=0.0
@@ -117,8 +193,18 @@ or callable, default="rbf"
     max_iter : int, optional
         Solver iteration limit (solver default when ``None``).
     tol : float, default=1e-6
-        Convergence threshold on the gradient of the log evidence with respect to
-        ``log alpha`` and ``log beta`` (see :func:`bayes_rvm.fit_type2`).
+        Convergence threshold: for "mackay" and "em" on the gradient of the log evidence
+        with respect to ``log alpha`` and ``log beta``, for "sequential" on the largest
+        possible gain of the log evidence in nats (see :func:`bayes_rvm.fit_type2`).
+    optimize_scales : bool, default=False
+        Learn one input scale per dimension of the "rbf" (or "laplacian") kernel by the
+        evidence, starting from ``gamma`` (the eta-RVM, Tipping 2001, App. C; see
+        :func:`bayes_rvm.solvers.scales.fit_type2_scales`).
+    extra_columns : sequence, optional
+        Extra basis functions appended after the kernel columns and the bias, pruned like
+        any other (Sec. 4.3): ``"linear"`` (the inputs ``x1, x2, ...``), ``"quadratic"``
+        (``x1*x1, x1*x2, ...``) or pairs ``(name, f)`` with ``f(X)`` an array of one or
+        more columns (:class:`bayes_rvm.basis.ExtraColumns`).
     verbose : bool, default=False
 
     Attributes
@@ -132,7 +218,8 @@ or callable, default="rbf"
     intercept_ : float
         Posterior mean of the bias weight (0 when ``bias=False`` or pruned).
     alpha_ : ndarray
-        Precisions of the active basis functions: relevance vectors, then the bias.
+        Precisions of the active basis functions: relevance vectors, then the bias, then
+        extra columns (see ``active_names_``).
     sigma_ : ndarray
         Posterior covariance of the active weights, same order as ``alpha_``.
     noise_var_ : float
@@ -142,9 +229,22 @@ or callable, default="rbf"
     log_evidence_path_ : ndarray
     n_iter_ : int
     kernel_ : Kernel or None
-        The kernel with ``gamma`` resolved (``None`` when precomputed).
+        The kernel with ``gamma`` resolved, or the learned scales with
+        ``optimize_scales`` (``None`` when precomputed).
+    scales_ : ndarray of shape (n_features,) or None
+        Learned input scales ``eta`` (``None`` unless ``optimize_scales``).
+    scales_fit_ : ScalesFit
+        With ``optimize_scales``: the scale search (path, gradient, convergence).
+    extra_coef_ : dict
+        Posterior mean weight of every extra column by name (``"x2"``, ``"x1*x2"``, ...);
+        0.0 for pruned ones.
+    active_names_ : list of str
+        Name of every active basis function, aligned with ``alpha_`` and ``sigma_``:
+        ``"k<i>"`` for the kernel centred on training row ``i``, ``"bias"``, extra names.
     result_ : Type2Result
         The solver's complete result.
+    n_train_ : int
+        Number of training samples (the kernel columns of the basis).
 
     Examples
     --------
@@ -175,6 +275,8 @@ or callable, default="rbf"
         noise_var=None,
         max_iter=None,
         tol=1e-6,
+        optimize_scales=False,
+        extra_columns=None,
         verbose=False,
     ):
         self.kernel = kernel
@@ -190,27 +292,15 @@ or callable, default="rbf"
         self.noise_var = noise_var
         self.max_iter = max_iter
         self.tol = tol
+        self.optimize_scales = optimize_scales
+        self.extra_columns = extra_columns
         self.verbose = verbose
 
     def fit(self, X, y):
         """Fit the hyperparameters by type-II maximum likelihood; returns ``self``."""
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         self._check_n_samples(X)
-        basis, kernel = self._build_basis(X)
-        result = fit_type2(
-            basis,
-            y,
-            likelihood="gaussian",
-            solver=self.solver,
-            a=self.a,
-            b=self.b,
-            c=self.c,
-            d=self.d,
-            noise_var=self.noise_var,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            verbose=self.verbose,
-        )
+        result, kernel = self._fit_type2(X, y, "gaussian")
         self.kernel_ = kernel
         self._store(result, X)
         self.noise_var_ = result.noise_var
@@ -226,3 +316,239 @@ or callable, default="rbf"
         X = validate_data(self, X, reset=False, dtype=np.float64)
         mean, var = self.result_.predict(self._design(X))
         return (mean, np.sqrt(var)) if return_std else mean
+
+
+#: ``multi_class`` option -> description (the valid names).
+MULTI_CLASS = {
+    "ovr": "one binary classifier per class against the rest (Tipping 2001, Sec. 4.4)",
+    "multinomial": "one softmax model with K weight vectors (Bishop 2006, eq. 7.120-7.122)",
+}
+
+
+class RVC(ClassifierMixin, _BaseRVM):
+    """Relevance vector classification (Tipping 2001, Sec. 3).
+
+    ``P(t = 1 | x) = sigmoid(sum_i w_i k(x, x_i) + w_0)`` with one prior precision
+    ``alpha_i`` per weight. For fixed ``alpha`` the weight posterior is replaced by its
+    Laplace approximation at the mode (found by IRLS, eq. 24-26), and ``alpha`` is
+    re-estimated from it until convergence; most ``alpha_i`` go to infinity.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "linear_spline", "poly", "linear", "laplacian", "precomputed"}, Kernel \
+or callable, default="rbf"
+        Basis functions ``k(x, x_i)``; need not be a Mercer kernel.
+    gamma : float, array, "scale" or "auto", default="scale"
+        Input scale of the RBF / Laplacian / polynomial kernels (``gamma = r^-2`` for the
+        paper's Gaussian kernel of width ``r``, eq. 30).
+    degree : int, default=3
+    coef0 : float, default=1.0
+    bias : bool, default=True
+        Add a constant basis function.
+    solver : {"mackay", "em"}, default="mackay"
+        Type-II optimiser (:func:`bayes_rvm.fit_type2`).
+    a, b : float, default=0.0
+        Gamma hyperprior on each ``alpha_i``.
+    multi_class : {"ovr", "multinomial"}, default="ovr"
+        With more than two classes: ``"ovr"`` fits one binary RVC per class against the
+        rest (the paper's strategy for USPS) and normalises their probabilities;
+        ``"multinomial"`` fits one softmax model (``MK x MK`` Hessian) in which every
+        basis function keeps or loses its ``K`` weights together (one shared ``alpha_i``;
+        see :mod:`bayes_rvm.laplace`). Two classes always give the binary model.
+    moderated : bool, default=False
+        Probabilities. ``False``: the sigmoid (softmax) of the latent function at the
+        posterior mode, ``sigmoid(phi(x)^T w*)``. ``True``: MacKay's moderated output, the
+        sigmoid integrated over the Laplace posterior of the latent function by the
+        probit approximation ``sigmoid(kappa(s^2) phi(x)^T w*)`` with
+        ``kappa(s^2) = (1 + pi s^2 / 8)^(-1/2)`` and ``s^2 = phi(x)^T Sigma phi(x)``
+        (Bishop 2006, eq. 4.153-4.155); it pulls probabilities towards 1/2 far from the
+        relevance vectors. For the softmax each latent output is shrunk by its own
+        ``kappa`` (an approximation). Predicted labels of binary problems are the same
+        either way.
+    max_iter : int, optional
+    tol : float, default=1e-6
+        Convergence threshold on the gradient of the (Laplace) log evidence with respect
+        to ``log alpha`` (see :func:`bayes_rvm.fit_type2`).
+    optimize_scales : bool, default=False
+        Learn one input scale per dimension of the "rbf" (or "laplacian") kernel by the
+        Laplace evidence (binary problems, and each classifier of "ovr"); see
+        :func:`bayes_rvm.solvers.scales.fit_type2_scales`.
+    extra_columns : sequence, optional
+        Extra basis functions after the kernel columns and the bias (Sec. 4.3), as in
+        :class:`RVR`.
+    verbose : bool, default=False
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The class labels (any type), sorted.
+    relevance_vectors_ : ndarray of shape (n_relevance, n_features)
+        With ``"ovr"`` and more than two classes, the union over the classifiers.
+    relevance_indices_ : ndarray of int
+    n_relevance_ : int
+        Number of relevance vectors; with ``"ovr"`` the total over the classifiers
+        (how Tipping 2001 counts them for USPS).
+    coef_ : ndarray of shape (n_relevance,) or (n_relevance, K)
+        Posterior mode of the weights (binary, or one column per class for softmax).
+    intercept_ : float or ndarray of shape (K,)
+    alpha_, sigma_ : ndarray
+        Precisions and Laplace covariance of the active weights (binary, multinomial).
+    log_evidence_ : float or ndarray of shape (K,)
+        Laplace approximation of the log evidence (one per classifier with ``"ovr"``).
+    log_evidence_path_ : ndarray
+        Binary and multinomial only.
+    n_iter_ : int or ndarray of shape (K,)
+    estimators_ : list of RVC
+        ``"ovr"`` with more than two classes: the fitted binary classifiers, class ``k``
+        against the rest.
+    kernel_ : Kernel or None
+        With ``optimize_scales``, the kernel at the learned scales.
+    scales_ : ndarray of shape (n_features,) or None
+        Learned input scales (binary fits with ``optimize_scales``).
+    extra_coef_ : dict
+        Weight of every extra column by name (0 when pruned); binary and multinomial.
+    active_names_ : list of str
+        Name of every active basis function, aligned with ``alpha_``.
+    result_ : Type2Result
+        Binary and multinomial only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayes_rvm import RVC
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 2))
+    >>> y = np.where(X[:, 0] + X[:, 1] > 0, "yes", "no")
+    >>> model = RVC(kernel="rbf", gamma=0.5).fit(X, y)
+    >>> model.predict(X[:3]).tolist(), model.predict_proba(X[:3]).shape
+    (['no', 'yes', 'no'], (3, 2))
+    >>> bool(model.n_relevance_ < 10)
+    True
+    """
+
+    def __init__(
+        self,
+        kernel="rbf",
+        *,
+        gamma="scale",
+        degree=3,
+        coef0=1.0,
+        bias=True,
+        solver="mackay",
+        a=0.0,
+        b=0.0,
+        multi_class="ovr",
+        moderated=False,
+        max_iter=None,
+        tol=1e-6,
+        optimize_scales=False,
+        extra_columns=None,
+        verbose=False,
+    ):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.bias = bias
+        self.solver = solver
+        self.a = a
+        self.b = b
+        self.multi_class = multi_class
+        self.moderated = moderated
+        self.max_iter = max_iter
+        self.tol = tol
+        self.optimize_scales = optimize_scales
+        self.extra_columns = extra_columns
+        self.verbose = verbose
+
+    def fit(self, X, y):
+        """Fit the hyperparameters by type-II maximum likelihood; returns ``self``.
+
+        Raises
+        ------
+        ValueError
+            If ``y`` holds a single class, or ``multi_class`` is not a valid name.
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        if not (isinstance(self.multi_class, str) and self.multi_class in MULTI_CLASS):
+            valid = ", ".join(repr(k) for k in MULTI_CLASS)
+            raise ValueError(f"multi_class must be one of {valid}; got {self.multi_class!r}")
+        self._check_n_samples(X)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        n_classes = self.classes_.size
+        if n_classes < 2:
+            raise ValueError(
+                "RVC needs training labels of at least 2 classes; y holds only one class "
+                f"({self.classes_[0]!r})"
+            )
+        if n_classes > 2 and self.multi_class == "ovr":
+            self.estimators_ = [
+                clone(self).fit(X, (codes == k).astype(np.int64)) for k in range(n_classes)
+            ]
+            self.kernel_ = self.estimators_[0].kernel_
+            self.relevance_indices_ = np.unique(
+                np.concatenate([e.relevance_indices_ for e in self.estimators_])
+            )
+            self.relevance_vectors_ = X[self.relevance_indices_]
+            self.n_relevance_ = sum(e.n_relevance_ for e in self.estimators_)
+            self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
+            self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
+            return self
+        likelihood = "bernoulli" if n_classes == 2 else "categorical"
+        result, kernel = self._fit_type2(X, codes, likelihood)
+        self.kernel_ = kernel
+        self._store(result, X)
+        self.n_relevance_ = int(self.relevance_indices_.size)
+        return self
+
+    def _latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Latent mean and variance at validated inputs (binary / multinomial fits)."""
+        return self.result_.predict(self._design(X))
+
+    def decision_function(self, X):
+        """Latent function at the posterior mode, ``phi(x)^T w*``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) (binary: the log-odds of ``classes_[1]``) or
+        (n_samples, K) (one latent output per class).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if hasattr(self, "estimators_"):
+            return np.column_stack([e.decision_function(X) for e in self.estimators_])
+        return self._latent(X)[0]
+
+    def _log_proba(self, X: np.ndarray) -> np.ndarray:
+        if hasattr(self, "estimators_"):
+            # one-vs-rest: P(class k) proportional to classifier k's probability
+            log_p = np.column_stack([e._log_proba(X)[:, 1] for e in self.estimators_])
+            return log_p - np.logaddexp.reduce(log_p, axis=1, keepdims=True)
+        mean, var = self._latent(X)
+        if self.moderated:
+            # Bishop (2006) eq. 4.155: sigmoid(kappa(s^2) mu_a)
+            mean = probit_scale(var) * mean
+        if mean.ndim == 1:
+            return np.column_stack([log_expit(-mean), log_expit(mean)])
+        return log_softmax(mean, axis=1)
+
+    def predict_proba(self, X):
+        """Class probabilities, columns in the order of ``classes_``.
+
+        At the posterior mode, or moderated (``moderated=True``); see the class notes.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return np.exp(self._log_proba(X))
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`, computed without underflow for the sigmoid."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._log_proba(X)
+
+    def predict(self, X):
+        """The most probable class (``classes_`` labels)."""
+        check_is_fitted(self)
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]

@@ -15,12 +15,14 @@ the Gamma hyperpriors on the log scale (eq. 35: ``p(log alpha) = alpha p(alpha)`
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 from scipy.special import gammaln
 
 from bayes_rvm import _linalg
 
 __all__ = [
     "delta_add",
+    "delta_add_shared",
     "delta_delete",
     "delta_reestimate",
     "hyperprior_log_density",
@@ -29,10 +31,16 @@ __all__ = [
     "log_likelihood_alpha_i",
     "optimal_alpha",
     "own_sparsity_quality",
+    "posterior_sparsity_quality",
+    "shared_alpha_gain",
     "sparsity_quality",
 ]
 
 LOG_2PI = float(np.log(2.0 * np.pi))
+
+#: ``|s| <= FLAT_DIRECTION_RTOL * alpha`` is rounding of ``1 / lambda - alpha`` (a flat
+#: direction of the likelihood), in :func:`posterior_sparsity_quality`.
+FLAT_DIRECTION_RTOL = 1e-8
 
 
 def _log_gamma_on_log_scale(x: np.ndarray, shape: float, rate: float) -> float:
@@ -136,6 +144,42 @@ def own_sparsity_quality(
     return factor * S, factor * Q
 
 
+def posterior_sparsity_quality(
+    sigma: np.ndarray, mu: np.ndarray, alpha: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``s_m, q_m`` of active columns recovered from their own posterior marginals.
+
+    One output: ``Sigma_mm = 1 / (alpha_m + s_m)`` and ``mu_m = q_m Sigma_mm`` (Faul &
+    Tipping 2002, Sec. 3), so ``s = 1 / Sigma_mm - alpha`` and ``q = mu / Sigma_mm``.
+
+    ``K`` outputs sharing ``alpha_m`` (softmax): the ``K x K`` block
+    ``Sigma_m = (alpha_m I + S_m)^-1`` and ``mu_m = Sigma_m q_m``. In the eigenbasis
+    ``Sigma_m = V diag(lambda) V^T`` the evidence in ``alpha_m`` is a sum of ``K``
+    one-output terms (Faul & Tipping 2002, eq. 15) with ``s_j = 1 / lambda_j - alpha_m``
+    and ``q_j = (V^T mu_m)_j / lambda_j``.
+
+    Parameters
+    ----------
+    sigma : array of shape (M,) (variances) or (M, K, K) (diagonal blocks of ``Sigma``)
+    mu : array of shape (M,) or (M, K)
+    alpha : array of shape (M,)
+
+    Returns
+    -------
+    s, q : arrays of shape (M,) or (M, K)
+    """
+    if sigma.ndim == 1:
+        # Faul & Tipping (2002): Sigma_ii = 1 / (alpha_i + s_i), mu_i = q_i Sigma_ii
+        return 1.0 / sigma - alpha, mu / sigma
+    lam, V = np.linalg.eigh(sigma)
+    s = 1.0 / lam - alpha[:, None]
+    q = np.einsum("mkj,mk->mj", V, mu) / lam
+    # Directions in which the likelihood is flat (softmax: the same constant added to all
+    # K weights) have s = q = 0 exactly; rounding of 1/lambda - alpha is set back to 0.
+    flat = np.abs(s) <= FLAT_DIRECTION_RTOL * alpha[:, None]
+    return np.where(flat, 0.0, s), np.where(flat, 0.0, q)
+
+
 def optimal_alpha(s: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Maximiser of the evidence in ``alpha_m`` alone: ``s^2 / (q^2 - s)``, or ``inf``.
 
@@ -165,6 +209,71 @@ def delta_add(S: np.ndarray, Q: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         gain = 0.5 * ((Q2 - S) / S + np.log(S / Q2))
     return np.where(ok, gain, 0.0)
+
+
+def delta_add_shared(S: np.ndarray, Q: np.ndarray, alpha_max: float = 1e12) -> np.ndarray:
+    """Gain from adding an inactive column whose ``K`` weights share one ``alpha``.
+
+    ``S`` holds the ``K x K`` sparsity matrices ``Phi_m^T C^-1 Phi_m`` and ``Q`` the
+    quality vectors; in the eigenbasis of ``S_m`` the evidence in ``alpha`` is a sum of
+    one-output terms, maximised by :func:`shared_alpha_gain`. With ``K = 1`` this is
+    :func:`delta_add`.
+
+    Parameters
+    ----------
+    S : array of shape (n, K, K)
+    Q : array of shape (n, K)
+    alpha_max : float
+
+    Returns
+    -------
+    ndarray of shape (n,), nats
+    """
+    s, V = np.linalg.eigh(S)
+    q = np.einsum("mkj,mk->mj", V, Q)
+    return shared_alpha_gain(s, q**2, alpha_max)
+
+
+def shared_alpha_gain(s: np.ndarray, q2: np.ndarray, alpha_max: float = 1e12) -> np.ndarray:
+    """``max_alpha l(alpha) - l(inf)`` for ``K`` outputs sharing one ``alpha``.
+
+    In the eigenbasis of the ``K x K`` sparsity matrix the evidence in ``alpha`` is a sum
+    of one-output terms ``l_j(alpha) - l_j(inf) = 0.5 [log(alpha / (alpha + s_j)) +
+    q_j^2 / (alpha + s_j)]`` (Faul & Tipping 2002, eq. 15). There is no closed form for
+    ``K > 1``: the maximum over ``log alpha`` up to ``alpha_max`` (the App. B.1 pruning
+    threshold) is found by a bounded Brent search. The sum need not be unimodal, so the
+    value is a lower bound on the best gain. ``0`` when the evidence increases all the
+    way to ``alpha = inf`` (for instance when every ``q_j^2 <= s_j``).
+
+    Parameters
+    ----------
+    s, q2 : arrays of shape (n, K)
+        ``s_j`` and ``q_j^2`` in the eigendirections.
+    alpha_max : float
+
+    Returns
+    -------
+    ndarray of shape (n,), nats
+    """
+    gains = np.zeros(s.shape[0])
+    for m in np.flatnonzero(np.any((q2 > s) & (s > 0), axis=1)):
+        sm, qm = np.maximum(s[m], 0.0), q2[m]
+
+        def negative_gain(log_alpha, sm=sm, qm=qm):
+            alpha = np.exp(log_alpha)
+            # Faul & Tipping (2002) eq. 15, relative to alpha = inf
+            return -0.5 * float(np.sum(-np.log1p(sm / alpha) + qm / (alpha + sm)))
+
+        positive = (qm > sm) & (sm > 0)
+        # Below the smallest one-output optimum s^2 / (q^2 - s) (eq. 17) every term
+        # increases, so the maximum of the sum lies above it.
+        lower = np.log(np.min(sm[positive] ** 2 / (qm[positive] - sm[positive])))
+        upper = np.log(alpha_max)
+        if lower >= upper:
+            continue
+        best = minimize_scalar(negative_gain, bounds=(lower, upper), method="bounded")
+        gains[m] = max(0.0, -float(best.fun), -negative_gain(lower))
+    return gains
 
 
 def delta_reestimate(

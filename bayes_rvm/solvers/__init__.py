@@ -18,19 +18,45 @@ from bayes_rvm._validation import (
     check_target,
 )
 from bayes_rvm.basis import Basis, as_basis
-from bayes_rvm.solvers import em, mackay
+from bayes_rvm.laplace import Bernoulli, Categorical
+from bayes_rvm.solvers import em, mackay, sequential
 from bayes_rvm.solvers._base import Prior, Type2Result
+from bayes_rvm.solvers.scales import ScalesFit, fit_type2_scales
 
-__all__ = ["LIKELIHOODS", "SOLVERS", "Prior", "Type2Result", "fit_type2"]
+__all__ = [
+    "CLASSIFICATION_SOLVERS",
+    "LIKELIHOODS",
+    "SOLVERS",
+    "Prior",
+    "ScalesFit",
+    "Type2Result",
+    "fit_type2",
+    "fit_type2_scales",
+]
 
 #: solver name -> (fit function, default max_iter)
 SOLVERS = {
     "mackay": (mackay.fit, 10_000),
     "em": (em.fit, 100_000),
+    "sequential": (sequential.fit, 100_000),
 }
 
-#: Likelihood names accepted by :func:`fit_type2`.
-LIKELIHOODS = ("gaussian",)
+
+def _no_link(t: np.ndarray):
+    return None
+
+
+#: Likelihood name -> builder of the classification likelihood from the checked targets
+#: (``None``: Gaussian noise, the closed-form posterior).
+LIKELIHOODS = {
+    "gaussian": _no_link,
+    "bernoulli": Bernoulli,
+    "categorical": Categorical,
+}
+
+
+#: Solvers whose fit function takes a classification likelihood (``link=``).
+CLASSIFICATION_SOLVERS = ("mackay", "em")
 
 
 def _lookup(table, name, what: str):
@@ -59,7 +85,9 @@ def fit_type2(
 
     Maximises eq. 36 of Tipping (2001) over the weight precisions ``alpha`` (and the
     noise precision ``beta`` unless ``noise_var`` is given), then returns the Gaussian
-    posterior over the weights of the basis functions that remain.
+    posterior over the weights of the basis functions that remain. In classification
+    the posterior and the evidence are the Laplace approximations at the IRLS mode
+    (Sec. 3, eq. 24-26; :mod:`bayes_rvm.laplace`).
 
     Parameters
     ----------
@@ -67,21 +95,31 @@ def fit_type2(
         Design matrix: any basis, kernel or not. A :class:`~bayes_rvm.basis.KernelBasis`
         lets solvers that need only some columns avoid forming the whole matrix.
     t : array of shape (N,)
-        Targets.
-    likelihood : {"gaussian"}
-    solver : {"mackay", "em"}
-        Re-estimation rule (see :data:`SOLVERS`).
+        Targets: real numbers (``"gaussian"``), 0 / 1 (``"bernoulli"``), or integer class
+        codes ``0 .. K-1`` (``"categorical"``).
+    likelihood : {"gaussian", "bernoulli", "categorical"}
+        ``"bernoulli"``: logistic sigmoid (eq. 23). ``"categorical"``: softmax over ``K``
+        classes (eq. 28; Bishop 2006, eq. 7.120-7.122); the result's ``mu`` has shape
+        ``(M, K)`` and each ``alpha_m`` is shared by the ``K`` weights of basis function
+        ``m`` (see :mod:`bayes_rvm.laplace` for why). Classification ignores ``c, d``.
+    solver : {"mackay", "em", "sequential"}
+        Type-II optimiser (see :data:`SOLVERS`): "mackay" (default; eq. 44, 46) and "em"
+        (eq. 48, 50) re-estimate every hyperparameter from the full basis; "sequential"
+        (Tipping & Faul 2003, needs ``a = b = 0``) grows the model one basis function at a
+        time and keeps ``O(N M)`` memory, but can end at a different local optimum.
     a, b : float
         ``alpha_i ~ Gamma(a, b)``; 0 is the paper's uniform prior over ``log alpha``.
     c, d : float
         ``beta ~ Gamma(c, d)``.
     noise_var : float, optional
-        Fix the noise variance ``1 / beta`` instead of learning it.
+        Fix the noise variance ``1 / beta`` instead of learning it (regression only).
     max_iter : int, optional
         Iteration limit (the solver's default when ``None``).
     tol : float
-        Convergence threshold on the largest absolute derivative of the objective with
-        respect to ``log alpha_i`` and ``log beta`` (nats per unit of log).
+        Convergence threshold: for "mackay" and "em" the largest absolute derivative of
+        the objective with respect to ``log alpha_i`` and ``log beta`` (nats per unit of
+        log); for "sequential" the largest possible gain of the log evidence (nats) of any
+        single add / re-estimate / delete step and of the noise update.
     verbose : bool
         Print progress.
 
@@ -107,11 +145,22 @@ def fit_type2(
     (True, True)
     """
     fit_function, default_max_iter = _lookup(SOLVERS, solver, "solver")
-    _lookup(LIKELIHOODS, likelihood, "likelihood")
+    make_link = _lookup(LIKELIHOODS, likelihood, "likelihood")
     basis = as_basis(Phi)
     t = check_target(t, basis.n_rows)
     prior = Prior(a, b, c, d)
     noise_var = check_noise_var(noise_var)
+    link = make_link(t)
+    if link is not None and solver not in CLASSIFICATION_SOLVERS:
+        raise ValueError(
+            f"solver {solver!r} does not support likelihood={likelihood!r}; use one of "
+            f"{', '.join(repr(name) for name in CLASSIFICATION_SOLVERS)}"
+        )
+    if link is not None and noise_var is not None:
+        raise ValueError(
+            f"noise_var applies to the gaussian likelihood only; got noise_var={noise_var} "
+            f"with likelihood={likelihood!r}"
+        )
     max_iter = check_positive_int(default_max_iter if max_iter is None else max_iter, "max_iter")
     if not (isinstance(tol, int | float) and np.isfinite(tol) and tol > 0):
         raise ValueError(f"tol must be a finite number > 0, got {tol!r}")
@@ -123,6 +172,8 @@ def fit_type2(
         max_iter=max_iter,
         tol=float(tol),
         verbose=verbose,
+        # only the classification solvers take a likelihood (checked above)
+        **({} if link is None else {"link": link}),
     )
     if not result.converged:
         warnings.warn(
@@ -134,7 +185,8 @@ def fit_type2(
     if result.active.size == 0:
         warnings.warn(
             "every basis function was pruned: the data carry no evidence for any weight, and "
-            "the fit predicts 0 with the learned noise",
+            "the fit predicts 0 (with the learned noise in regression, probability 1/K in "
+            "classification)",
             UserWarning,
             stacklevel=2,
         )

@@ -8,6 +8,7 @@ import numpy as np
 
 from bayes_rvm import _linalg
 from bayes_rvm._validation import check_nonnegative
+from bayes_rvm.laplace import latent_variance
 from bayes_rvm.posterior import predictive
 
 __all__ = ["Prior", "Type2Result", "initial_alpha", "initial_noise_var", "noise_var_floor"]
@@ -53,10 +54,11 @@ class Type2Result:
         Their precisions, aligned with ``active``. Pruned columns have ``alpha = inf``.
     beta : float or None
         Noise precision (regression); ``None`` for classification.
-    mu : ndarray
-        Posterior mean of the active weights (the Laplace mode in classification).
-    precision_chol : ndarray, shape (M, M)
-        Lower Cholesky factor of ``Sigma^-1 = A + Phi^T B Phi``.
+    mu : ndarray, shape (M,) or (M, K)
+        Posterior mean of the active weights (the Laplace mode in classification); one
+        column per class for the softmax (``"categorical"``) likelihood.
+    precision_chol : ndarray, shape (M, M) or (M K, M K)
+        Lower Cholesky factor of ``Sigma^-1 = A + Phi^T B Phi`` (softmax: index ``m K + k``).
     log_evidence : float
         Eq. 36 at the returned hyperparameters, with the Gaussian normalising constant and
         the Gamma hyperprior terms (Laplace approximation in classification).
@@ -108,7 +110,11 @@ class Type2Result:
     @property
     def gamma(self) -> np.ndarray:
         """Well-determinedness ``1 - alpha_i Sigma_ii`` (Tipping 2001, eq. 17)."""
-        return 1.0 - self.alpha * _linalg.inverse_diag(self.precision_chol)
+        variances = _linalg.inverse_diag(self.precision_chol)
+        if self.mu.ndim == 1:
+            return 1.0 - self.alpha * variances
+        # K weights sharing alpha_m (softmax): sum_k (1 - alpha_m Sigma_mk,mk)
+        return self.mu.shape[1] - self.alpha * variances.reshape(self.alpha.size, -1).sum(axis=1)
 
     @property
     def noise_var(self) -> float | None:
@@ -117,7 +123,8 @@ class Type2Result:
     def predict(self, Phi_active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Predictive mean and variance (eq. 21-22) for design rows over the active columns.
 
-        For classification the variance is that of the latent function (no noise term).
+        For classification the variance is that of the latent function (no noise term);
+        with ``K`` softmax outputs both have shape ``(N*, K)``.
         """
         Phi_active = np.asarray(Phi_active, dtype=np.float64)
         if Phi_active.ndim != 2 or Phi_active.shape[1] != self.active.size:
@@ -125,6 +132,9 @@ class Type2Result:
                 f"expected design rows with {self.active.size} columns (the active ones), "
                 f"got shape {Phi_active.shape}"
             )
+        if self.mu.ndim == 2:
+            K = self.mu.shape[1]
+            return Phi_active @ self.mu, latent_variance(Phi_active, self.precision_chol, K)
         return predictive(Phi_active, self.mu, self.precision_chol, self.beta)
 
 

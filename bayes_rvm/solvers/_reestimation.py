@@ -1,8 +1,10 @@
-"""The full-basis re-estimation loop shared by the MacKay and EM solvers (Gaussian noise).
+"""The full-basis re-estimation loop shared by the MacKay and EM solvers.
 
-Start with every column active, alternate the closed-form posterior (eq. 12-13) with
-an update of ``alpha`` and ``beta``, and prune columns as they become irrelevant
-(App. B.1). The update rules are what distinguishes the solvers; they live in
+Start with every column active, alternate a posterior step with an update of ``alpha``
+(and ``beta`` in regression), and prune columns as they become irrelevant (App. B.1).
+The posterior step is the likelihood's: the closed-form Gaussian (eq. 12-13) in
+regression, the Laplace approximation at the IRLS mode (Sec. 3, eq. 24-26) in
+classification. The update rules are what distinguishes the solvers; they live in
 ``mackay.py`` and ``em.py``.
 """
 
@@ -13,12 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayes_rvm import _linalg
+from bayes_rvm import _linalg, laplace
 from bayes_rvm.basis import Basis
 from bayes_rvm.evidence import (
     delta_add,
+    delta_add_shared,
     hyperprior_log_density,
     log_evidence_gaussian,
+    posterior_sparsity_quality,
+    shared_alpha_gain,
     sparsity_quality,
 )
 from bayes_rvm.posterior import gaussian_posterior
@@ -30,7 +35,17 @@ from bayes_rvm.solvers._base import (
     noise_var_floor,
 )
 
-__all__ = ["EPS", "Rules", "State", "reestimate"]
+__all__ = [
+    "ALPHA_MAX",
+    "EPS",
+    "NEGLIGIBLE_GAMMA",
+    "GaussianStep",
+    "LaplaceStep",
+    "Rules",
+    "State",
+    "reestimate",
+    "unbounded_negligible",
+]
 
 #: Machine precision, the App. B.1 pruning threshold for gamma_i.
 EPS = float(np.finfo(np.float64).eps)
@@ -38,7 +53,12 @@ EPS = float(np.finfo(np.float64).eps)
 
 @dataclass(frozen=True)
 class State:
-    """The posterior and its summaries at one ``(alpha, beta)``."""
+    """The (Gaussian or Laplace) weight posterior and its summaries at one ``alpha``.
+
+    With ``K`` outputs sharing each ``alpha_m`` (softmax) ``mu`` and ``sigma_diag`` have
+    shape ``(M, K)``, ``sigma_blocks`` holds the ``K x K`` diagonal blocks of ``Sigma``, and
+    ``gamma_m = sum_k (1 - alpha_m Sigma_mk,mk)``. ``rss`` is ``None`` in classification.
+    """
 
     alpha: np.ndarray
     beta: float
@@ -46,23 +66,65 @@ class State:
     mu: np.ndarray
     sigma_diag: np.ndarray
     gamma: np.ndarray
-    rss: float
+    rss: float | None
     log_evidence: float
+    sigma_blocks: np.ndarray | None = None
+
+    @property
+    def n_outputs(self) -> int:
+        return 1 if self.mu.ndim == 1 else self.mu.shape[1]
+
+    @property
+    def weight_sq(self) -> np.ndarray:
+        """``sum_k mu_mk^2`` per basis function (``mu_m^2`` with one output)."""
+        return self.mu**2 if self.mu.ndim == 1 else np.sum(self.mu**2, axis=1)
+
+    @property
+    def variance_sum(self) -> np.ndarray:
+        """``sum_k Sigma_mk,mk`` per basis function (``Sigma_mm`` with one output)."""
+        return self.sigma_diag if self.mu.ndim == 1 else np.sum(self.sigma_diag, axis=1)
+
+    @property
+    def sigma(self) -> np.ndarray:
+        """Posterior marginals per basis function: variances, or ``K x K`` blocks."""
+        return self.sigma_diag if self.sigma_blocks is None else self.sigma_blocks
 
     @property
     def s(self) -> np.ndarray:
-        """``s_i``, from ``Sigma_ii = 1 / (alpha_i + s_i)`` (Faul & Tipping 2002)."""
-        return 1.0 / self.sigma_diag - self.alpha
+        """``s_i``, from ``Sigma_ii = 1 / (alpha_i + s_i)`` (Faul & Tipping 2002).
+
+        Shape ``(M, K)`` with ``K`` outputs: one per eigendirection of the ``K x K`` block
+        (:func:`~bayes_rvm.evidence.posterior_sparsity_quality`).
+        """
+        return posterior_sparsity_quality(self.sigma, self.mu, self.alpha)[0]
 
     @property
     def q(self) -> np.ndarray:
-        """``q_i``, from ``mu_i = q_i Sigma_ii`` (Faul & Tipping 2002)."""
-        return self.mu / self.sigma_diag
+        """``q_i``, from ``mu_i = q_i Sigma_ii`` (Faul & Tipping 2002); see :attr:`s`."""
+        return posterior_sparsity_quality(self.sigma, self.mu, self.alpha)[1]
+
+    def unbounded(self, candidates: np.ndarray | None = None) -> np.ndarray:
+        """Columns for which ``alpha_i = inf`` maximises the objective given the rest.
+
+        ``q_i^2 <= s_i`` (Faul & Tipping 2002, eq. 17 has no finite root); with ``K``
+        outputs sharing ``alpha_i``, no finite ``alpha_i`` beats infinity
+        (:func:`~bayes_rvm.evidence.shared_alpha_gain`). Only ``candidates`` (a mask) are
+        examined when given.
+        """
+        mask = np.ones(self.alpha.shape, dtype=bool) if candidates is None else candidates
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s, q = posterior_sparsity_quality(self.sigma, self.mu, self.alpha)
+        if s.ndim == 1:
+            return mask & (q**2 <= s)
+        result = np.zeros(self.alpha.shape, dtype=bool)
+        result[mask] = shared_alpha_gain(s[mask], q[mask] ** 2) <= 0.0
+        return result
 
     def gradient(self, prior: Prior, n: int, noise_learned: bool) -> float:
         """Largest absolute gradient of the objective w.r.t. ``log alpha_i`` and ``log beta``."""
-        # Tipping (2001) eq. 42
-        g_alpha = 0.5 * (1.0 - self.alpha * (self.mu**2 + self.sigma_diag))
+        # Tipping (2001) eq. 42 (Bishop 2006, eq. 7.115 in classification; K weights
+        # sharing alpha_i: K in place of 1 and sums over the K weights)
+        g_alpha = 0.5 * (self.n_outputs - self.alpha * (self.weight_sq + self.variance_sum))
         g_alpha += prior.a - prior.b * self.alpha
         largest = float(np.max(np.abs(g_alpha))) if g_alpha.size else 0.0
         if noise_learned:
@@ -83,6 +145,135 @@ class Rules:
     prune: Callable[[State, np.ndarray, Prior], np.ndarray]
 
 
+class GaussianStep:
+    """Closed-form Gaussian posterior (Tipping 2001, eq. 12-13) and the exact evidence."""
+
+    likelihood = "gaussian"
+    laplace = False
+
+    def __init__(self, Phi: np.ndarray, t: np.ndarray, prior: Prior, noise_var: float | None):
+        self.Phi, self.t, self.prior, self.noise_var = Phi, t, prior, noise_var
+        self.gram = Phi.T @ Phi
+        self.phi_t = Phi.T @ t
+
+    def initial_alpha(self) -> np.ndarray:
+        return initial_alpha(np.diag(self.gram), self.t, self.Phi.shape[1])
+
+    def state(self, active, alpha, beta, warm) -> State:
+        prior = self.prior
+        L, mu = gaussian_posterior(
+            self.gram[np.ix_(active, active)], self.phi_t[active], alpha, beta
+        )
+        sigma_diag = _linalg.inverse_diag(L)
+        residual = self.t - self.Phi[:, active] @ mu
+        rss = float(residual @ residual)
+        log_ev = log_evidence_gaussian(
+            L, mu, alpha, beta, rss, self.t.size
+        ) + hyperprior_log_density(
+            alpha, None if self.noise_var is not None else beta, prior.a, prior.b, prior.c, prior.d
+        )
+        # Tipping (2001) eq. 17: gamma_i = 1 - alpha_i Sigma_ii
+        return State(alpha, beta, L, mu, sigma_diag, 1.0 - alpha * sigma_diag, rss, log_ev)
+
+    def readd_gain(self, active, state: State, beta) -> np.ndarray:
+        # App. B.1: would re-adding a pruned column raise the evidence?
+        inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
+        cross = beta * self.gram[np.ix_(inactive, active)]
+        S, Q = sparsity_quality(
+            cross,
+            beta * np.diag(self.gram)[inactive],
+            beta * self.phi_t[inactive],
+            state.L,
+            state.mu,
+        )
+        return delta_add(S, Q)
+
+
+class LaplaceStep:
+    """Laplace posterior at the IRLS mode (Tipping 2001, Sec. 3), warm-started.
+
+    ``link`` is a :class:`~bayes_rvm.laplace.Bernoulli` or
+    :class:`~bayes_rvm.laplace.Categorical` likelihood holding the targets.
+    """
+
+    laplace = True
+
+    def __init__(self, Phi: np.ndarray, link, prior: Prior):
+        self.Phi, self.link, self.prior = Phi, link, prior
+        self.likelihood = link.name
+        self.K = link.n_outputs
+
+    def initial_alpha(self) -> np.ndarray:
+        # prior variance of each latent function equal to 1 on average
+        n, n_basis = self.Phi.shape
+        return initial_alpha(np.einsum("ij,ij->j", self.Phi, self.Phi), np.ones(n), n_basis)
+
+    def state(self, active, alpha, beta, warm) -> State:
+        mode = laplace.posterior_mode(self.Phi[:, active], self.link, alpha, warm)
+        log_ev = laplace.log_evidence_laplace(mode, alpha, self.prior.a, self.prior.b)
+        M, K = active.size, self.K
+        if K == 1:
+            sigma_diag, blocks = _linalg.inverse_diag(mode.precision_chol), None
+        else:
+            Linv = _linalg.solve_lower(mode.precision_chol, np.eye(M * K)).reshape(M * K, M, K)
+            # K x K diagonal blocks of Sigma = (Phi^T B Phi + A)^-1
+            blocks = np.einsum("imk,iml->mkl", Linv, Linv)
+            sigma_diag = np.diagonal(blocks, axis1=1, axis2=2)
+        variance_sum = sigma_diag if K == 1 else np.sum(sigma_diag, axis=1)
+        # Tipping (2001) eq. 17, summed over the K weights sharing alpha_m
+        gamma = K - alpha * variance_sum
+        return State(
+            alpha, None, mode.precision_chol, mode.mu, sigma_diag, gamma, None, log_ev, blocks
+        )
+
+    def readd_gain(self, active, state: State, beta) -> np.ndarray:
+        inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
+        Phi_in, Phi_act = self.Phi[:, inactive], self.Phi[:, active]
+        F = Phi_act @ state.mu
+        y = self.link.mean(F)
+        W = self.link.curvature(y)
+        cross = laplace.weighted_cross(Phi_in, W, Phi_act)
+        # phi_m^T B phi_m (K x K blocks)
+        own = np.einsum("nm,nkj->mkj", Phi_in**2, W)
+        # Bishop (2006) eq. 7.117 and Tipping & Faul (2003) eq. 25: at the mode
+        # Q_m = phi_m^T B (t^ - Phi mu) = phi_m^T (t - y)
+        Q = Phi_in.T @ (self.link.target - y)
+        if self.K == 1:
+            weighted_t = Q + cross @ state.mu
+            S, Q = sparsity_quality(cross, own[:, 0, 0], weighted_t, state.L, state.mu)
+            return delta_add(S, Q)
+        n_in, K = inactive.size, self.K
+        Z = np.zeros((0, n_in, K))
+        if active.size:
+            Z = _linalg.solve_lower(state.L, cross.T).reshape(active.size * K, n_in, K)
+        # Tipping & Faul (2003) eq. 24, K x K: phi^T B phi - phi^T B Phi Sigma Phi^T B phi
+        S = own - np.einsum("imk,iml->mkl", Z, Z)
+        return delta_add_shared(S, Q)
+
+
+#: Classification: a weight is deleted once its alpha exceeds this (Tipping 2001, App. B.1).
+ALPHA_MAX = 1e12
+
+#: A column is a candidate for the coordinate step to alpha = inf once its gamma is below this.
+NEGLIGIBLE_GAMMA = 1e-3
+
+
+def unbounded_negligible(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
+    """Columns whose evidence increases all the way to ``alpha_i = inf``, once negligible.
+
+    True where ``gamma_i < NEGLIGIBLE_GAMMA`` (the weight's posterior is within 0.1% of its
+    prior) and ``q_i^2 <= s_i`` (Faul & Tipping 2002, Sec. 3: eq. 17 has no finite root;
+    with ``K`` outputs sharing ``alpha_i``: no finite ``alpha_i`` gives a higher evidence,
+    :func:`~bayes_rvm.evidence.shared_alpha_gain`). Setting such an
+    ``alpha_i`` to infinity is an exact coordinate-ascent step; waiting for a small
+    ``gamma_i`` keeps it from being taken greedily before the other weights settle. With
+    a proper Gamma prior (``a`` or ``b`` > 0) every optimum is finite: never.
+    """
+    if prior.a or prior.b:
+        return np.zeros(alpha.shape, dtype=bool)
+    return state.unbounded(state.gamma < NEGLIGIBLE_GAMMA)
+
+
 def reestimate(
     basis: Basis,
     t: np.ndarray,
@@ -93,8 +284,13 @@ def reestimate(
     max_iter: int,
     tol: float,
     verbose: bool = False,
+    link=None,
 ) -> Type2Result:
     """Run the re-estimation loop to convergence or ``max_iter``.
+
+    The posterior step is the likelihood's: the closed-form Gaussian (``link=None``,
+    regression) or the Laplace approximation at the IRLS mode, warm-started from the
+    previous mode (``link`` a classification likelihood holding the targets ``t``).
 
     Converged when no column is pruned and every partial derivative of the objective
     with respect to ``log alpha_i`` (eq. 42) and ``log beta`` (eq. 45) is below ``tol`` in
@@ -106,29 +302,21 @@ def reestimate(
     """
     Phi = basis.toarray()
     n, n_basis = Phi.shape
-    gram = Phi.T @ Phi
-    phi_t = Phi.T @ t
+    if link is None:
+        step = GaussianStep(Phi, t, prior, noise_var)
+        learn_noise = noise_var is None
+        beta = 1.0 / (initial_noise_var(t) if noise_var is None else noise_var)
+        floor = noise_var_floor(t)
+    else:
+        step = LaplaceStep(Phi, link, prior)
+        learn_noise, beta = False, None
     active = np.arange(n_basis)
-    alpha = initial_alpha(np.diag(gram), t, n_basis)
-    beta = 1.0 / (initial_noise_var(t) if noise_var is None else noise_var)
-    floor = noise_var_floor(t)
-    learn_noise = noise_var is None
+    alpha = step.initial_alpha()
     improper = prior.a == 0 and prior.b == 0
-
-    def state_at(active, alpha, beta) -> State:
-        L, mu = gaussian_posterior(gram[np.ix_(active, active)], phi_t[active], alpha, beta)
-        sigma_diag = _linalg.inverse_diag(L)
-        residual = t - Phi[:, active] @ mu
-        rss = float(residual @ residual)
-        log_ev = log_evidence_gaussian(L, mu, alpha, beta, rss, n) + hyperprior_log_density(
-            alpha, beta if learn_noise else None, prior.a, prior.b, prior.c, prior.d
-        )
-        # Tipping (2001) eq. 17: gamma_i = 1 - alpha_i Sigma_ii
-        return State(alpha, beta, L, mu, sigma_diag, 1.0 - alpha * sigma_diag, rss, log_ev)
 
     path: list[float] = []
     converged = False
-    state = state_at(active, alpha, beta)
+    state = step.state(active, alpha, beta, None)
     for iteration in range(1, max_iter + 1):
         path.append(state.log_evidence)
         gradient = state.gradient(prior, n, learn_noise)
@@ -140,32 +328,30 @@ def reestimate(
         with np.errstate(divide="ignore", invalid="ignore"):
             alpha_new = rules.alpha(state, alpha, prior)
             drop = rules.prune(state, alpha, prior) | ~np.isfinite(alpha_new) | (alpha_new <= 0)
+        if step.laplace:
+            # Tipping (2001) App. B.1: in classification delete weights with alpha > 1e12,
+            # or as soon as the step to alpha = inf is exact (MacKay's updates approach
+            # it only geometrically, with ratio s / q^2, slowly when q^2 ~ s)
+            drop |= (alpha_new > ALPHA_MAX) | unbounded_negligible(state, alpha, prior)
         if not drop.any() and gradient < tol:
             converged = True
             break
         if learn_noise:
             beta = 1.0 / max(rules.noise_var(state, beta, n, prior), floor)
         active, alpha = active[~drop], alpha_new[~drop]
-        state = state_at(active, alpha, beta)
+        state = step.state(active, alpha, beta, state.mu[~drop])
     else:
         path.append(state.log_evidence)
 
     if improper:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            drifting = state.q**2 <= state.s
+        drifting = state.unbounded()
         if drifting.any():
             active, alpha = active[~drifting], alpha[~drifting]
-            state = state_at(active, alpha, beta)
+            state = step.state(active, alpha, beta, state.mu[~drifting])
             path.append(state.log_evidence)
 
-    # App. B.1: would re-adding a pruned column raise the evidence?
-    inactive = np.setdiff1d(np.arange(n_basis), active)
-    cross = beta * gram[np.ix_(inactive, active)]
-    S, Q = sparsity_quality(
-        cross, beta * np.diag(gram)[inactive], beta * phi_t[inactive], state.L, state.mu
-    )
     return Type2Result(
-        likelihood="gaussian",
+        likelihood=step.likelihood,
         solver=rules.name,
         n_basis=n_basis,
         active=active,
@@ -177,7 +363,7 @@ def reestimate(
         log_evidence_path=np.array(path),
         n_iter=iteration,
         converged=converged,
-        readd_gain=delta_add(S, Q),
+        readd_gain=step.readd_gain(active, state, beta),
         prior=prior,
         noise_fixed=noise_var is not None,
     )

@@ -23,17 +23,26 @@ import numpy as np
 
 from bayes_rvm.basis import Basis
 from bayes_rvm.solvers._base import Prior, Type2Result
-from bayes_rvm.solvers._reestimation import EPS, Rules, State, reestimate
+from bayes_rvm.solvers._reestimation import (
+    EPS,
+    Rules,
+    State,
+    reestimate,
+    unbounded_negligible,
+)
+from bayes_rvm.solvers._reestimation import (
+    NEGLIGIBLE_GAMMA as NEGLIGIBLE_GAMMA,
+)
 
 __all__ = ["fit"]
-
-#: A column is a pruning candidate once its gamma_i is below this.
-NEGLIGIBLE_GAMMA = 1e-3
 
 
 def _alpha(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
     # Tipping (2001) eq. 48
-    return (1.0 + 2.0 * prior.a) / (state.mu**2 + state.sigma_diag + 2.0 * prior.b)
+    # (K weights sharing alpha_m: K in place of 1 and sums over the K weights)
+    return (state.n_outputs + 2.0 * prior.a) / (
+        state.weight_sq + state.variance_sum + 2.0 * prior.b
+    )
 
 
 def _noise_var(state: State, beta: float, n: int, prior: Prior) -> float:
@@ -42,13 +51,8 @@ def _noise_var(state: State, beta: float, n: int, prior: Prior) -> float:
 
 
 def _prune(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
-    # Tipping (2001) App. B.1, as in MacKay's solver
-    negligible = state.gamma < EPS
-    if prior.a or prior.b:
-        # A proper Gamma prior keeps the optimum finite: no coordinate step to infinity.
-        return negligible
-    # alpha_i -> inf maximises the evidence in alpha_i when q_i^2 <= s_i (eq. 17 has no root)
-    return negligible | ((state.gamma < NEGLIGIBLE_GAMMA) & (state.q**2 <= state.s))
+    # Tipping (2001) App. B.1, as in MacKay's solver, and the coordinate step to infinity
+    return (state.gamma < EPS) | unbounded_negligible(state, alpha, prior)
 
 
 RULES = Rules("em", _alpha, _noise_var, _prune)
@@ -63,6 +67,7 @@ def fit(
     max_iter: int,
     tol: float,
     verbose: bool = False,
+    link=None,
 ) -> Type2Result:
     """EM from the full basis; see :func:`bayes_rvm.fit_type2`."""
     return reestimate(
@@ -74,4 +79,5 @@ def fit(
         max_iter=max_iter,
         tol=tol,
         verbose=verbose,
+        link=link,
     )

@@ -19,7 +19,7 @@ __all__ = ["fit"]
 
 def _alpha(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
     # Tipping (2001) eq. 44
-    return (state.gamma + 2.0 * prior.a) / (state.mu**2 + 2.0 * prior.b)
+    return (state.gamma + 2.0 * prior.a) / (state.weight_sq + 2.0 * prior.b)
 
 
 def _noise_var(state: State, beta: float, n: int, prior: Prior) -> float:
@@ -45,6 +45,7 @@ def fit(
     max_iter: int,
     tol: float,
     verbose: bool = False,
+    link=None,
 ) -> Type2Result:
     """MacKay re-estimation from the full basis; see :func:`bayes_rvm.fit_type2`."""
     return reestimate(
@@ -56,4 +57,5 @@ def fit(
         max_iter=max_iter,
         tol=tol,
         verbose=verbose,
+        link=link,
     )

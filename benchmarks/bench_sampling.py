@@ -1,0 +1,239 @@
+"""Full Bayes on noisy sinc: parameterisations x NUTS samplers, and evidence vs MCMC vs VI.
+
+Run from the repository root (single-threaded BLAS, a stable PyTensor cache):
+
+    PYTENSOR_FLAGS=base_compiledir=$HOME/.cache/bayes_rvm/pytensor OMP_NUM_THREADS=1 \\
+    OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 python benchmarks/bench_sampling.py
+
+Data: sinc(x) on 100 equally spaced points of [-10, 10] plus uniform noise on [-0.2, 0.2]
+(Tipping 2001, Sec. 4.1); RBF basis with gamma = 0.25 plus a bias (M = 101). Test set: 1000
+fresh noisy points. Prior: alpha_i ~ Gamma(2, 2 s^2) with s = sd(t) (weights of the size of
+the targets), beta ~ Gamma(2, 2 sigma^2) with sigma = sd(t) / 2.
+
+Table 1: for every parameterisation and installed NUTS sampler: divergences, max r_hat,
+min bulk ESS over log alpha and log beta, the wall time of bayes_rvm.sample() (compilation,
+tuning, draws, exact w draws, predictions) and PyMC's sampling time (tuning and draws), the
+ESS per second of each, and the ratio of the collapsed form's ESS/s to the non-centred
+form's (the reference, measured in the same run).
+Table 2: predictive RMSE, mean predictive sd, mean log predictive density and 95% coverage
+on the test set for the evidence fits and the full-Bayes fits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import time
+
+import numpy as np
+
+import bayes_rvm as br
+from bayes_rvm.inference import NUTS_SAMPLERS
+from bayes_rvm.kernels import RBF
+
+
+def sinc_problem(n: int = 100, n_test: int = 1000, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    x = np.linspace(-10, 10, n)[:, None]
+    t = np.sinc(x[:, 0] / np.pi) + rng.uniform(-0.2, 0.2, n)
+    x_test = rng.uniform(-10, 10, (n_test, 1))
+    t_test = np.sinc(x_test[:, 0] / np.pi) + rng.uniform(-0.2, 0.2, n_test)
+    kernel = RBF(0.25)
+
+    def design(x_new):
+        return np.column_stack([kernel(x_new, x), np.ones(x_new.shape[0])])
+
+    return design(x), t, design(x_test), t_test
+
+
+def prior_for(t):
+    s = float(np.std(t))
+    sigma = s / 2
+    return {"a": 2.0, "b": 2.0 * s**2, "c": 2.0, "d": 2.0 * sigma**2}
+
+
+def sampling_table(Phi, t, Phi_test, prior, args):
+    samplers = [s for s, mod in NUTS_SAMPLERS.items() if not mod or importlib.util.find_spec(mod)]
+    missing = [s for s in NUTS_SAMPLERS if s not in samplers]
+    rows, fits = [], {}
+    target_accept = args.target_accept
+    for parameterization in ("collapsed", "noncentred", "centred"):
+        for sampler in samplers:
+            model = br.build_model(Phi, t, parameterization=parameterization, **prior)
+            fit = br.sample(
+                model,
+                draws=args.draws,
+                tune=args.tune,
+                chains=2,
+                cores=1,
+                random_seed=args.seed,
+                nuts_sampler=sampler,
+                target_accept=target_accept,
+                compute_convergence_checks=False,
+                Phi_new=Phi_test,
+            )
+            stats = _diagnostics(fit)
+            rows.append(
+                {"form": parameterization, "accept": target_accept, "sampler": sampler, **stats}
+            )
+            fits[(parameterization, target_accept, sampler)] = fit
+            print(_format_row(rows[-1]), flush=True)
+    return rows, fits, missing
+
+
+def _diagnostics(fit):
+    import arviz as az
+    import xarray as xr
+
+    posterior = fit["posterior"]
+    hyper = xr.Dataset(
+        {"log_alpha": np.log(posterior["alpha"]), "log_beta": np.log(posterior["beta"])}
+    )
+    ess = az.ess(hyper, method="bulk")
+    r_hat = az.rhat(hyper)
+    min_ess = min(float(ess[v].min()) for v in hyper.data_vars)
+    stats = fit["sample_stats"]
+    sampling = float(posterior.attrs.get("sampling_time", np.nan))  # tuning + draws
+    wall = fit.attrs["wall_time"]
+    return {
+        "divergences": int(stats["diverging"].sum()),
+        "max_r_hat": max(float(r_hat[v].max()) for v in hyper.data_vars),
+        "min_ess_bulk": min_ess,
+        "wall_s": wall,
+        "sampling_s": sampling,
+        "ess_per_s_wall": min_ess / wall,
+        "ess_per_s_sampling": min_ess / sampling,
+        "mean_leapfrog": float(stats["n_steps"].mean()) if "n_steps" in stats else np.nan,
+    }
+
+
+HEADER = (
+    "| form | target_accept | sampler | divergences | max r_hat | min bulk ESS | wall s "
+    "| sampling s | ESS/s (wall) | ESS/s (sampling) | leapfrog/draw |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def _format_row(row):
+    return (
+        f"| {row['form']} | {row['accept']} | {row['sampler']} | {row['divergences']} "
+        f"| {row['max_r_hat']:.3f} "
+        f"| {row['min_ess_bulk']:.0f} | {row['wall_s']:.1f} | {row['sampling_s']:.1f} "
+        f"| {row['ess_per_s_wall']:.1f} | {row['ess_per_s_sampling']:.1f} "
+        f"| {row['mean_leapfrog']:.0f} |"
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=2001)
+    parser.add_argument("--target-accept", type=float, default=0.95)
+    parser.add_argument("--vi-steps", type=int, default=30_000)
+    args = parser.parse_args(argv)
+
+    Phi, t, Phi_test, t_test = sinc_problem()
+    prior = prior_for(t)
+    print(f"noisy sinc N={Phi.shape[0]}, M={Phi.shape[1]}, prior {prior}\n")
+    print(HEADER, flush=True)
+    rows, fits, missing = sampling_table(Phi, t, Phi_test, prior, args)
+    if missing:
+        print(f"\nnot installed (optional extra 'samplers'): {', '.join(missing)}")
+    for sampler in {row["sampler"] for row in rows}:
+        reference = next(
+            row for row in rows if row["sampler"] == sampler and row["form"] == "noncentred"
+        )
+        for row in rows:
+            if row["sampler"] == sampler and row["form"] == "collapsed":
+                ratios = ", ".join(
+                    f"{row[key] / reference[key]:.2f} ({key})"
+                    for key in ("ess_per_s_wall", "ess_per_s_sampling")
+                )
+                print(
+                    f"{sampler}: collapsed (target_accept {row['accept']}) / non-centred "
+                    f"(target_accept {reference['accept']}): {ratios}"
+                )
+
+    # Table 2: the headline comparison on test data
+    comparison_fits = {}
+    for name, prior_used in (("evidence (a=b=c=d=0)", None), ("evidence (same prior)", prior)):
+        result = br.fit_type2(Phi, t, **(prior_used or {}))
+        comparison_fits[name] = br.to_inference_data(
+            result, Phi, t, X_new=Phi_test, draws=2 * args.draws, random_seed=args.seed
+        )
+    for (form, target_accept, sampler), fit in fits.items():
+        if sampler == "pymc" and form in ("collapsed", "noncentred"):
+            comparison_fits[f"MCMC {form} ({target_accept})"] = fit
+    noncentred = br.build_model(Phi, t, parameterization="noncentred", **prior)
+    for method in ("advi", "fullrank_advi"):
+        start = time.perf_counter()
+        comparison_fits[method.upper()] = br.fit_vi(
+            noncentred,
+            method=method,
+            n=args.vi_steps,
+            draws=2 * args.draws,
+            random_seed=args.seed,
+            Phi_new=Phi_test,
+        )
+        print(f"{method}: {time.perf_counter() - start:.1f} s", flush=True)
+    table = br.compare(comparison_fits, t_test).predictive
+    print("\n| fit | RMSE | mean sd | log pred. density | 95% coverage |\n|---|---|---|---|---|")
+    for name, row in table.iterrows():
+        print(
+            f"| {name} | {row['rmse']:.4f} | {row['mean_sd']:.4f} | {row['lpd']:.4f} "
+            f"| {row['coverage']:.3f} |"
+        )
+    ripley_table(args)
+
+
+def ripley_table(args):
+    """Evidence (RVC, Laplace) vs MCMC vs ADVI on Ripley's data, over the relevance vectors."""
+    if not hasattr(br, "RVC"):
+        print("\nRipley: bayes_rvm.RVC is not available in this tree; skipped")
+        return
+    from bayes_rvm import datasets
+
+    data = datasets.load_ripley()
+    X, y, X_test = data.X_train, data.y_train, data.X_test
+    rvc = br.RVC(kernel="rbf", gamma=4.0).fit(X, y)  # width 0.5 as in Tipping (2001)
+    fits = {
+        "evidence (Laplace)": br.to_inference_data(
+            rvc, X, y, X_new=X_test, basis="relevant", draws=2 * args.draws, random_seed=1
+        )
+    }
+    model = br.model_from_estimator(rvc, X, y, basis="relevant", a=2.0, b=2.0 * 3.0**2)
+    fits["MCMC noncentred"] = br.sample(
+        model,
+        draws=args.draws,
+        tune=args.tune,
+        random_seed=args.seed,
+        target_accept=args.target_accept,
+        X_new=X_test,
+        compute_convergence_checks=False,
+    )
+    for method in ("advi", "fullrank_advi"):
+        try:
+            fits[method.upper()] = br.fit_vi(
+                model,
+                method=method,
+                n=args.vi_steps,
+                draws=2 * args.draws,
+                random_seed=1,
+                X_new=X_test,
+            )
+        except FloatingPointError as err:
+            print(f"{method} on Ripley failed: {str(err).splitlines()[0]}")
+    comparison = br.compare(fits, (data.y_test == rvc.classes_[1]).astype(float))
+    print(
+        f"\nRipley (N=250, test 1000): {rvc.relevance_indices_.size} relevance vectors, "
+        f"prior a=2, b=18 on alpha\n\n| fit | error rate | Brier | log pred. density |\n"
+        "|---|---|---|---|"
+    )
+    for name, row in comparison.predictive.iterrows():
+        print(f"| {name} | {row['error_rate']:.3f} | {row['brier']:.4f} | {row['lpd']:.4f} |")
+    print(comparison.diagnostics.to_string())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The PyMC declaration of the model: log densities against independent formulas, errors.
+
+The log densities are compiled in PyTensor's FAST_COMPILE mode (no Numba compilation):
+the graph is the one NUTS uses, and the check stays quick on a cold cache.
+"""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+
+from bayes_rvm import build_model
+from bayes_rvm.evidence import hyperprior_log_density, log_evidence_dense, log_evidence_gaussian
+from bayes_rvm.posterior import gaussian_posterior
+from bayes_rvm.pymc_model import PARAMETERIZATIONS, model_spec
+
+PRIOR = {"a": 2.0, "b": 0.5, "c": 3.0, "d": 0.3}
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(7)
+    Phi = rng.normal(size=(30, 6))
+    t = Phi @ np.array([1.0, 0.0, -1.0, 0.5, 0.0, 0.2]) + rng.normal(0, 0.3, 30)
+    return Phi, t
+
+
+def _logp(model, point):
+    return float(model.compile_logp(jacobian=True, mode="FAST_COMPILE")(point))
+
+
+def _log_gamma_on_log_scale(x, shape, rate):
+    """log p(log x) for x ~ Gamma(shape, rate): the density of x times the Jacobian x."""
+    return np.sum(stats.gamma.logpdf(x, shape, scale=1.0 / rate) + np.log(x))
+
+
+def test_collapsed_logp_is_the_log_evidence_with_hyperprior(problem):
+    """Tipping (2001) eq. 36 with normalisers: the weight-space route and the N x N route."""
+    Phi, t = problem
+    model = build_model(Phi, t, parameterization="collapsed", **PRIOR)
+    assert {rv.name for rv in model.free_RVs} == {"alpha", "beta"}
+    logp = model.compile_logp(jacobian=True, mode="FAST_COMPILE")
+    rng = np.random.default_rng(1)
+    for alpha, beta in [
+        (rng.gamma(2.0, 1.0, 6), 7.0),
+        (np.array([1e-3, 1e3, 0.5, 2.0, 1e2, 30.0]), 0.2),
+        (np.full(6, 40.0), 50.0),
+    ]:
+        L, mu = gaussian_posterior(Phi.T @ Phi, Phi.T @ t, alpha, beta)
+        rss = float(np.sum((t - Phi @ mu) ** 2))
+        expected = log_evidence_gaussian(L, mu, alpha, beta, rss, t.size)
+        assert expected == pytest.approx(log_evidence_dense(Phi, t, alpha, beta), abs=1e-8)
+        expected += hyperprior_log_density(alpha, beta, **PRIOR)
+        value = logp({"alpha_log__": np.log(alpha), "beta_log__": np.log(beta)})
+        assert value == pytest.approx(expected, abs=1e-8)
+
+
+def test_collapsed_gradient_is_the_derivative_of_the_log_density(problem):
+    """The analytic gradient (eq. 42, 45) against central differences of the log density."""
+    Phi, t = problem
+    model = build_model(Phi, t, parameterization="collapsed", **PRIOR)
+    logp = model.compile_logp(jacobian=True, mode="FAST_COMPILE")
+    dlogp = model.compile_dlogp(jacobian=True, mode="FAST_COMPILE")
+    rng = np.random.default_rng(6)
+    x = np.concatenate([np.log(rng.gamma(2.0, 1.0, 6)), [np.log(4.0)]])
+    names = [var.name for var in model.value_vars]
+    sizes = {"alpha_log__": 6, "beta_log__": 1}
+    offsets = np.cumsum([0] + [sizes[name] for name in names])
+
+    def point(y):
+        return {
+            name: y[o : o + sizes[name]] if sizes[name] > 1 else y[o]
+            for name, o in zip(names, offsets[:-1], strict=True)
+        }
+
+    gradient = dlogp(point(x))
+    h = 1e-5
+    numeric = [(logp(point(x + h * e)) - logp(point(x - h * e))) / (2 * h) for e in np.eye(x.size)]
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("parameterization", ["noncentred", "centred"])
+def test_weight_space_logp_matches_scipy(problem, parameterization):
+    Phi, t = problem
+    model = build_model(Phi, t, parameterization=parameterization, **PRIOR)
+    rng = np.random.default_rng(2)
+    alpha, beta, u = rng.gamma(2.0, 1.0, 6), 5.0, rng.normal(size=6)
+    # the free weight variable is z (w = z / sqrt(alpha)) or w itself
+    w = u / np.sqrt(alpha) if parameterization == "noncentred" else u
+    weight_prior = (
+        stats.norm.logpdf(u).sum()
+        if parameterization == "noncentred"
+        else stats.norm.logpdf(w, 0.0, 1.0 / np.sqrt(alpha)).sum()
+    )
+    expected = (
+        _log_gamma_on_log_scale(alpha, PRIOR["a"], PRIOR["b"])
+        + _log_gamma_on_log_scale(beta, PRIOR["c"], PRIOR["d"])
+        + weight_prior
+        + stats.norm.logpdf(t, Phi @ w, 1.0 / np.sqrt(beta)).sum()
+    )
+    name = "z" if parameterization == "noncentred" else "w"
+    point = {"alpha_log__": np.log(alpha), "beta_log__": np.log(beta), name: u}
+    assert _logp(model, point) == pytest.approx(expected, abs=1e-8)
+
+
+def test_bernoulli_logp_matches_scipy(problem):
+    Phi, _ = problem
+    rng = np.random.default_rng(3)
+    t = (rng.random(Phi.shape[0]) < 0.5).astype(float)
+    model = build_model(Phi, t, "bernoulli", a=2.0, b=0.5)
+    assert "beta" not in model.named_vars
+    alpha, z = rng.gamma(2.0, 1.0, 6), rng.normal(size=6)
+    p = 1.0 / (1.0 + np.exp(-Phi @ (z / np.sqrt(alpha))))
+    expected = (
+        _log_gamma_on_log_scale(alpha, 2.0, 0.5)
+        + stats.norm.logpdf(z).sum()
+        + stats.bernoulli.logpmf(t, p).sum()
+    )
+    assert _logp(model, {"alpha_log__": np.log(alpha), "z": z}) == pytest.approx(expected, 1e-10)
+
+
+def test_fixed_noise_makes_beta_a_constant(problem):
+    Phi, t = problem
+    model = build_model(Phi, t, a=2.0, b=0.5, noise_var=0.25)
+    assert {rv.name for rv in model.free_RVs} == {"alpha", "z"}
+    assert float(pm.draw(model["beta"])) == 4.0
+    assert model_spec(model).noise_var == 0.25
+
+
+def test_names_dims_and_coords(problem):
+    Phi, t = problem
+    names = [f"phi{j}" for j in range(6)]
+    model = build_model(Phi, t, coords={"basis": names}, **PRIOR)
+    assert list(model.coords["basis"]) == names
+    assert model.named_vars_to_dims["w"] == ("basis",)
+    assert model.named_vars_to_dims["t"] == ("obs",)
+    assert model.named_vars_to_dims["Phi"] == ("obs", "basis")
+    assert model_spec(model).parameterization == "noncentred"
+    with pytest.raises(ValueError, match="length 6"):
+        build_model(Phi, t, coords={"basis": names[:3]}, **PRIOR)
+    with pytest.raises(ValueError, match="unknown coordinate"):
+        build_model(Phi, t, coords={"rows": np.arange(30)}, **PRIOR)
+
+
+def test_set_data_predicts_at_new_rows(problem):
+    """pm.set_data + sample_posterior_predictive draws t_new ~ N(Phi_new w, 1/beta)."""
+    Phi, t = problem
+    model = build_model(Phi, t, **PRIOR)
+    rng = np.random.default_rng(4)
+    n_draws = 2000
+    alpha = rng.gamma(2.0, 1.0, (1, n_draws, 6))
+    z = rng.normal(size=(1, n_draws, 6))
+    beta = rng.gamma(3.0, 1.0, (1, n_draws)) + 1.0
+    posterior = az.from_dict(
+        {"posterior": {"alpha": alpha, "z": z, "beta": beta, "w": z / np.sqrt(alpha)}},
+        dims={"alpha": ["basis"], "z": ["basis"], "w": ["basis"]},
+        coords={"basis": np.arange(6)},
+    )
+    Phi_new = rng.normal(size=(4, 6))
+    with model:
+        pm.set_data({"Phi": Phi_new}, coords={"obs": np.arange(4)})
+        tree = pm.sample_posterior_predictive(
+            posterior, var_names=["t"], predictions=True, random_seed=5, progressbar=False
+        )
+    t_new = tree["predictions"]["t"].values[0]
+    assert t_new.shape == (n_draws, 4)
+    standardised = (t_new - (z[0] / np.sqrt(alpha[0])) @ Phi_new.T) * np.sqrt(beta[0])[:, None]
+    # N(0, 1) per draw: mean within 4 standard errors, variance within 10%
+    assert np.abs(standardised.mean(axis=0)).max() < 4.0 / np.sqrt(n_draws)
+    assert np.allclose(standardised.var(axis=0), 1.0, atol=0.1)
+
+
+@pytest.mark.parametrize(
+    ("prior", "message"),
+    [
+        ({"a": 0.0, "b": 0.0, "c": 2.0, "d": 0.5}, r"a, b = 0, 0 is an improper"),
+        ({"a": 2.0, "b": 0.0, "c": 2.0, "d": 0.5}, r"e\.g\. a = 2, b = 2 s\*\*2"),
+        ({"a": 2.0, "b": 1.0, "c": 0.0, "d": 0.0}, r"c, d = 0, 0 is an improper Gamma"),
+        ({"a": 2.0, "b": 1.0}, "needs the Gamma\\(c, d\\) prior on beta"),
+    ],
+)
+def test_improper_or_missing_prior_is_refused(problem, prior, message):
+    Phi, t = problem
+    with pytest.raises(ValueError, match=message):
+        build_model(Phi, t, **prior)
+
+
+def test_option_errors(problem):
+    Phi, t = problem
+    with pytest.raises(ValueError, match="'noncentred', 'centred', 'collapsed'"):
+        build_model(Phi, t, parameterization="non-centered", **PRIOR)
+    assert set(PARAMETERIZATIONS) == {"noncentred", "centred", "collapsed"}
+    with pytest.raises(ValueError, match="unknown likelihood 'poisson'"):
+        build_model(Phi, t, "poisson", **PRIOR)
+    labels = (t > 0).astype(float)
+    with pytest.raises(ValueError, match="needs the Gaussian likelihood"):
+        build_model(Phi, labels, "bernoulli", a=2.0, b=1.0, parameterization="collapsed")
+    with pytest.raises(ValueError, match="no noise precision"):
+        build_model(Phi, labels, "bernoulli", **PRIOR)
+    with pytest.raises(ValueError, match="targets t in"):
+        build_model(Phi, t, "bernoulli", a=2.0, b=1.0)
+    with pytest.raises(ValueError, match="not both"):
+        build_model(Phi, t, noise_var=0.1, **PRIOR)
+    with pytest.raises(ValueError, match="length 30"):
+        build_model(Phi, t[:10], **PRIOR)
+    with pytest.raises(TypeError, match=r"bayes_rvm\.build_model"):
+        model_spec(pm.Model())

@@ -1,0 +1,226 @@
+"""Relevance vector classification: solvers with the Laplace step, and the RVC estimator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from bayes_rvm import RVC, RVR, fit_type2
+from bayes_rvm.kernels import RBF
+from bayes_rvm.laplace import Bernoulli, posterior_mode
+
+
+def _two_moons_like(rng, n):
+    """Overlapping classes from a known logistic model in 2-D."""
+    X = rng.uniform(-2, 2, size=(n, 2))
+    p = expit(2.0 * np.sin(1.5 * X[:, 0]) - 1.5 * X[:, 1])
+    return X, (rng.uniform(size=n) < p).astype(int), p
+
+
+def _three_blobs(rng, n_per=15):
+    centres = np.array([[0.0, 0.0], [2.5, 0.0], [1.25, 2.2]])
+    y = np.repeat([0, 1, 2], n_per)
+    return centres[y] + rng.normal(0, 0.8, size=(y.size, 2)), y
+
+
+def _design(X, gamma=1.0):
+    return np.column_stack([RBF(gamma)(X, X), np.ones(X.shape[0])])
+
+
+def _linear_logistic(rng, n, n_classes):
+    """Inputs 0-2 informative, 3-5 irrelevant, plus a bias column: a small ARD problem
+    whose evidence has a single optimum (kernel designs can have several)."""
+    X = rng.normal(size=(n, 6))
+    scale = np.array([1.5, 1.0, 1.0, 0.0, 0.0, 0.0])
+    if n_classes == 2:
+        y = rng.uniform(size=n) < expit(X @ (scale * [1.0, -1.0, 0.8, 1, 1, 1]) + 0.3)
+        return np.column_stack([X, np.ones(n)]), y.astype(int)
+    F = X @ (rng.normal(size=(6, n_classes)) * scale[:, None])
+    P = np.exp(F) / np.exp(F).sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(n_classes, p=p) for p in P])
+    return np.column_stack([X, np.ones(n)]), y
+
+
+@pytest.fixture(scope="module")
+def binary_fits():
+    Phi, y = _linear_logistic(np.random.default_rng(5), 150, 2)
+    return Phi, y, {s: fit_type2(Phi, y, "bernoulli", s) for s in ("mackay", "em")}
+
+
+def test_mackay_and_em_reach_the_same_laplace_evidence_optimum(binary_fits):
+    _, _, fits = binary_fits
+    mackay, em = fits["mackay"], fits["em"]
+    assert mackay.converged
+    assert em.converged
+    np.testing.assert_array_equal(mackay.active, em.active)
+    np.testing.assert_allclose(em.alpha, mackay.alpha, rtol=1e-4)
+    np.testing.assert_allclose(em.mu, mackay.mu, rtol=1e-4, atol=1e-6)
+    assert em.log_evidence == pytest.approx(mackay.log_evidence, abs=1e-6)
+    assert mackay.likelihood == "bernoulli"
+    assert mackay.beta is None
+    assert mackay.noise_var is None
+    # the irrelevant inputs (columns 3-5) are pruned, the informative ones kept
+    assert {0, 1, 2} <= set(mackay.active.tolist())
+
+
+def test_optimum_is_a_fixed_point_and_nothing_pruned_would_help(binary_fits):
+    Phi, y, fits = binary_fits
+    fit = fits["mackay"]
+    # Tipping (2001) eq. 16 with the Laplace statistics: alpha = gamma / mu^2
+    np.testing.assert_allclose(fit.alpha, fit.gamma / fit.mu**2, rtol=1e-5)
+    # mu is the IRLS mode at the returned alpha
+    mode = posterior_mode(Phi[:, fit.active], Bernoulli(y), fit.alpha)
+    np.testing.assert_allclose(fit.mu, mode.mu, rtol=1e-10, atol=1e-12)
+    # App. B.1: no pruned column would raise the (working-model) evidence
+    assert fit.readd_gain.shape == (fit.n_basis - fit.active.size,)
+    assert np.all(fit.readd_gain < 1e-6)
+    assert np.all(np.isfinite(fit.log_evidence_path))
+
+
+@pytest.fixture(scope="module")
+def softmax_problem():
+    Phi, y = _linear_logistic(np.random.default_rng(5), 60, 3)
+    return Phi, y, fit_type2(Phi, y, "categorical", "mackay")
+
+
+def test_softmax_mackay_fixed_point_with_shared_alpha(softmax_problem):
+    Phi, _, mackay = softmax_problem
+    assert mackay.converged
+    assert mackay.mu.shape == (mackay.active.size, 3)
+    assert mackay.alpha.shape == (mackay.active.size,)
+    assert mackay.precision_chol.shape == (3 * mackay.active.size,) * 2
+    # shared-alpha fixed point: alpha_m = gamma_m / sum_k mu_mk^2, gamma_m <= K
+    np.testing.assert_allclose(
+        mackay.alpha, mackay.gamma / np.sum(mackay.mu**2, axis=1), rtol=1e-5
+    )
+    assert np.all(mackay.gamma <= 3.0)
+    assert np.all(mackay.readd_gain < 1e-6)
+    mean, var = mackay.predict(Phi[:5][:, mackay.active])
+    assert mean.shape == var.shape == (5, 3)
+    assert np.all(var > 0)
+
+
+@pytest.mark.slow
+def test_softmax_mackay_and_em_reach_the_same_optimum(softmax_problem):
+    Phi, y, mackay = softmax_problem
+    em = fit_type2(Phi, y, "categorical", "em")
+    assert em.converged
+    np.testing.assert_array_equal(mackay.active, em.active)
+    np.testing.assert_allclose(em.alpha, mackay.alpha, rtol=1e-3)
+    assert em.log_evidence == pytest.approx(mackay.log_evidence, abs=1e-5)
+
+
+def test_rvc_binary_with_string_labels_and_consistent_outputs(rng):
+    X, y01, _ = _two_moons_like(rng, 60)
+    labels = np.array(["spam", "ham"])[y01]
+    model = RVC(gamma=1.0).fit(X, labels)
+    np.testing.assert_array_equal(model.classes_, ["ham", "spam"])
+    f = model.decision_function(X)
+    P = model.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    np.testing.assert_allclose(P[:, 1], expit(f), rtol=1e-12)
+    np.testing.assert_array_equal(model.predict(X), model.classes_[(f > 0).astype(int)])
+    np.testing.assert_allclose(np.exp(model.predict_log_proba(X)), P, rtol=1e-12)
+    assert model.n_relevance_ == model.relevance_vectors_.shape[0] == model.coef_.size
+    # moderated output: same labels, probabilities pulled towards 1/2
+    labels_mode = model.predict(X)
+    moderated = model.set_params(moderated=True)  # a prediction-time option: no refit
+    Pm = moderated.predict_proba(X)
+    np.testing.assert_array_equal(moderated.predict(X), labels_mode)
+    assert np.all(np.abs(Pm[:, 1] - 0.5) <= np.abs(P[:, 1] - 0.5) + 1e-12)
+    assert np.any(np.abs(Pm[:, 1] - 0.5) < np.abs(P[:, 1] - 0.5) - 1e-3)
+
+
+def test_rvc_multiclass_ovr_and_multinomial(rng):
+    X, y = _three_blobs(rng, n_per=12)
+    labels = np.array(["a", "b", "c"])[y]
+    ovr = RVC(gamma=0.5).fit(X, labels)
+    assert len(ovr.estimators_) == 3
+    assert ovr.n_relevance_ == sum(e.n_relevance_ for e in ovr.estimators_)
+    multi = RVC(gamma=0.5, multi_class="multinomial").fit(X, labels)
+    assert multi.coef_.shape == (multi.n_relevance_, 3)
+    for model in (ovr, multi):
+        P = model.predict_proba(X)
+        np.testing.assert_allclose(P.sum(axis=1), 1.0)
+        F = model.decision_function(X)
+        assert F.shape == (X.shape[0], 3)
+        np.testing.assert_array_equal(model.predict(X), model.classes_[np.argmax(F, axis=1)])
+        assert np.mean(model.predict(X) == labels) > 0.85
+    P_mode = multi.predict_proba(X)
+    P_moderated = multi.set_params(moderated=True).predict_proba(X)
+    assert np.all(P_moderated.max(axis=1) <= P_mode.max(axis=1) + 1e-12)
+
+
+def test_bad_labels_and_options():
+    X = np.arange(20.0).reshape(10, 2)
+    with pytest.raises(ValueError, match="only one class"):
+        RVC().fit(X, np.ones(10))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        RVC().fit(X, np.linspace(0, 1, 10))
+    with pytest.raises(ValueError, match="multi_class must be one of"):
+        RVC(multi_class="ovo").fit(X, np.arange(10) % 3)
+    with pytest.raises(ValueError, match="0 and 1"):
+        fit_type2(X, np.arange(10) % 3, likelihood="bernoulli")
+    with pytest.raises(ValueError, match="integer class codes"):
+        fit_type2(X, np.linspace(0, 2, 10), likelihood="categorical")
+    with pytest.raises(ValueError, match="gaussian likelihood only"):
+        fit_type2(X, np.arange(10) % 2, likelihood="bernoulli", noise_var=0.1)
+    with pytest.raises(ValueError, match="unknown likelihood"):
+        fit_type2(X, np.arange(10) % 2, likelihood="poisson")
+
+
+def test_regression_is_untouched_by_the_classification_step(sinc_data):
+    """The Gaussian posterior step still gives MacKay's closed-form fixed point."""
+    x, t, _ = sinc_data
+    model = RVR(gamma=0.25).fit(x, t)
+    fit = model.result_
+    np.testing.assert_allclose(fit.alpha, fit.gamma / fit.mu**2, rtol=1e-4)
+    assert fit.beta is not None
+    assert fit.likelihood == "gaussian"
+
+
+@pytest.mark.slow
+def test_predicted_probabilities_are_calibrated():
+    """Binned reliability on data from a known logistic model, within sampling error.
+
+    In each decile of predicted probability the observed frequency of class 1 must lie
+    within 4 binomial standard errors of the mean predicted probability.
+    """
+    rng = np.random.default_rng(11)
+    X, y, _ = _two_moons_like(rng, 300)
+    model = RVC(gamma=1.0).fit(X, y)
+    X_test, y_test, p_true = _two_moons_like(rng, 20000)
+    p = model.predict_proba(X_test)[:, 1]
+    edges = np.quantile(p, np.linspace(0, 1, 11))
+    bins = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, 9)
+    for b in range(10):
+        inside = bins == b
+        predicted = p[inside].mean()
+        observed = y_test[inside].mean()
+        se = np.sqrt(max(predicted * (1 - predicted), 1e-4) / inside.sum())
+        # sampling error of the test labels plus the estimation error of a 300-point fit
+        assert abs(observed - predicted) < 4 * se + 0.05, (b, predicted, observed)
+    assert np.mean(np.abs(p - p_true)) < 0.08
+
+
+@pytest.mark.slow
+@parametrize_with_checks([RVC()])
+def test_check_estimator_default_rvc(estimator, check):
+    """scikit-learn's estimator checks on the default RVC (about 30 s in all: slow tier)."""
+    check(estimator)
+
+
+def test_everything_pruned_predicts_one_half():
+    """Balanced labels and a basis that carries no information: every column goes."""
+    Phi = np.random.default_rng(0).normal(size=(30, 2)) * 1e-3
+    t = np.arange(30) % 2
+    with pytest.warns(UserWarning, match="every basis function was pruned"):
+        fit = fit_type2(Phi, t, likelihood="bernoulli")
+    assert fit.active.size == 0
+    # log evidence of the empty model: N log(1/2)
+    assert fit.log_evidence == pytest.approx(30 * np.log(0.5), rel=1e-12)
+    mean, var = fit.predict(np.zeros((4, 0)))
+    np.testing.assert_array_equal(mean, 0.0)
+    np.testing.assert_array_equal(var, 0.0)

@@ -1,0 +1,239 @@
+"""The fast sequential solver: its optimum, its incremental algebra, its memory-light basis."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_friedman1
+
+from bayes_rvm import fit_type2
+from bayes_rvm.basis import DenseBasis, KernelBasis
+from bayes_rvm.evidence import log_evidence_dense
+from bayes_rvm.kernels import RBF
+from bayes_rvm.solvers import sequential
+from bayes_rvm.solvers.sequential import _Workspace
+
+TIGHT = 1e-10
+
+
+def _sparse_problem(seed: int, n: int = 60, m: int = 15, noise: float = 0.1):
+    """Random design with a few relevant columns (a unique, well separated optimum)."""
+    rng = np.random.default_rng(seed)
+    Phi = rng.normal(size=(n, m))
+    w = np.zeros(m)
+    w[rng.choice(m, 4, replace=False)] = rng.normal(0.0, 2.0, 4)
+    return Phi, Phi @ w + rng.normal(0.0, noise, n)
+
+
+def _dense_sq(Phi, t, active, alpha, beta):
+    """``S, Q`` of every column from the ``N x N`` marginal covariance (eq. 15), by solves."""
+    C = np.eye(Phi.shape[0]) / beta + (Phi[:, active] / alpha) @ Phi[:, active].T
+    CiPhi = np.linalg.solve(C, Phi)
+    return np.einsum("ij,ij->j", Phi, CiPhi), CiPhi.T @ t
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("noise_var", [None, 0.01])
+def test_optimum_equals_mackay(seed, noise_var):
+    Phi, t = _sparse_problem(seed)
+    seq = fit_type2(Phi, t, solver="sequential", noise_var=noise_var, tol=TIGHT)
+    mk = fit_type2(Phi, t, solver="mackay", noise_var=noise_var, tol=1e-9, max_iter=100_000)
+    assert seq.converged
+    np.testing.assert_array_equal(seq.active, mk.active)
+    assert seq.log_evidence == pytest.approx(mk.log_evidence, abs=1e-2)
+    np.testing.assert_allclose(seq.alpha, mk.alpha, rtol=1e-2)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_optimality_conditions(seed):
+    """Faul & Tipping (2002) eq. 17 for every candidate, with S, Q from the N x N form."""
+    Phi, t = _sparse_problem(seed, n=80, m=25)
+    fit = fit_type2(Phi, t, solver="sequential", tol=TIGHT)
+    S, Q = _dense_sq(Phi, t, fit.active, fit.alpha, fit.beta)
+    a = fit.active
+    s = fit.alpha * S[a] / (fit.alpha - S[a])
+    q = fit.alpha * Q[a] / (fit.alpha - S[a])
+    np.testing.assert_allclose(fit.alpha, s**2 / (q**2 - s), rtol=1e-3)
+    inactive = fit.inactive
+    assert np.all((Q[inactive] ** 2 <= S[inactive]) | (fit.readd_gain < 1e-8))
+    # and the reported re-add gains are those of the dense S, Q
+    np.testing.assert_allclose(
+        fit.readd_gain,
+        np.where(
+            Q[inactive] ** 2 > S[inactive],
+            0.5 * ((Q[inactive] ** 2 - S[inactive]) / S[inactive])
+            + 0.5 * np.log(S[inactive] / Q[inactive] ** 2),
+            0.0,
+        ),
+        atol=1e-9,
+    )
+
+
+def test_result_consistent_with_dense_evidence(sinc_data):
+    x, t, _ = sinc_data
+    basis = KernelBasis(x, RBF(0.25))
+    fit = fit_type2(basis, t, solver="sequential")
+    Phi = basis.toarray()[:, fit.active]
+    # the reported objective is eq. 36 at the reported hyperparameters (a = b = c = d = 0)
+    assert fit.log_evidence == pytest.approx(
+        log_evidence_dense(Phi, t, fit.alpha, fit.beta), abs=1e-8
+    )
+    # posterior mean and factor (Tipping 2001, eq. 12-13) in the original column scale
+    H = fit.beta * Phi.T @ Phi + np.diag(fit.alpha)
+    np.testing.assert_allclose(
+        fit.precision_chol @ fit.precision_chol.T, H, rtol=1e-10, atol=1e-12 * np.abs(H).max()
+    )
+    np.testing.assert_allclose(fit.mu, np.linalg.solve(H, fit.beta * Phi.T @ t), rtol=1e-8)
+    assert fit.log_evidence_path[-1] == fit.log_evidence
+    assert fit.log_evidence_path.size >= fit.n_iter
+    assert fit.readd_gain.shape == fit.inactive.shape
+
+
+def test_incremental_updates_match_scratch():
+    """Random add / re-estimate / delete sequences against the N x N computation."""
+    rng = np.random.default_rng(7)
+    n, m, beta = 40, 12, 3.0
+    Phi = rng.normal(size=(n, m))
+    Phi /= np.linalg.norm(Phi, axis=0)  # the workspace holds normalised columns
+    t = rng.normal(size=n)
+    gram = Phi.T @ Phi
+    ws = _Workspace(t, Phi.T @ t, np.ones(m), beta)
+    alpha_of: dict[int, float] = {}
+    n_checked = 0
+    for _ in range(60):
+        active = ws.index[: ws.M]
+        inactive = np.setdiff1d(np.arange(m), active)
+        move = rng.integers(3) if ws.M else 0
+        if move == 0 and inactive.size:
+            j = int(rng.choice(inactive))
+            alpha_of[j] = float(rng.uniform(0.1, 10.0))
+            ws.add(j, alpha_of[j], Phi[:, j], gram[:, j])
+        elif move == 1:
+            p = int(rng.integers(ws.M))
+            alpha_of[int(ws.index[p])] = float(rng.uniform(0.1, 10.0))
+            ws.reestimate(p, alpha_of[int(ws.index[p])])
+        elif ws.M > 1:
+            ws.delete(int(rng.integers(ws.M)))
+        active = ws.index[: ws.M]
+        alpha = np.array([alpha_of[int(j)] for j in active])
+        np.testing.assert_array_equal(ws.alpha[: ws.M], alpha)
+        H = beta * Phi[:, active].T @ Phi[:, active] + np.diag(alpha)
+        Sigma = np.linalg.solve(H, np.eye(ws.M))
+        np.testing.assert_allclose(ws.Sigma[: ws.M, : ws.M], Sigma, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(
+            ws.mu[: ws.M], Sigma @ (beta * Phi[:, active].T @ t), rtol=0, atol=1e-8
+        )
+        S, Q = _dense_sq(Phi, t, active, alpha, beta)
+        np.testing.assert_allclose(ws.S, S, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(ws.Q, Q, rtol=0, atol=1e-8)
+        n_checked += 1
+    # refreshing from a new factor leaves the incremental state unchanged
+    S_before = ws.S.copy()
+    ws.refresh(beta)
+    np.testing.assert_allclose(ws.S, S_before, rtol=0, atol=1e-10)
+    assert n_checked == 60
+
+
+def test_kernel_basis_equals_precomputed(rng):
+    X = rng.uniform(-3, 3, size=(150, 2))
+    t = np.sin(X[:, 0]) * np.cos(X[:, 1]) + rng.normal(0, 0.1, 150)
+    lazy = KernelBasis(X, RBF(0.5))
+    lazy_fit = fit_type2(lazy, t, solver="sequential")
+    dense_fit = fit_type2(DenseBasis(lazy.toarray()), t, solver="sequential")
+    np.testing.assert_array_equal(lazy_fit.active, dense_fit.active)
+    np.testing.assert_allclose(lazy_fit.alpha, dense_fit.alpha, rtol=1e-6)
+    np.testing.assert_allclose(lazy_fit.mu, dense_fit.mu, rtol=1e-6, atol=1e-10)
+    assert lazy_fit.log_evidence == pytest.approx(dense_fit.log_evidence, abs=1e-6)
+
+
+def test_kernel_basis_small_prefetch(monkeypatch, sinc_data):
+    """Batches of one column (a pass per add) give the same fit as the default batches."""
+    x, t, _ = sinc_data
+    basis = KernelBasis(x, RBF(0.25))
+    default = fit_type2(basis, t, solver="sequential")
+    monkeypatch.setattr(sequential, "PREFETCH", 1)
+    single = fit_type2(basis, t, solver="sequential")
+    np.testing.assert_array_equal(single.active, default.active)
+    assert single.log_evidence == pytest.approx(default.log_evidence, abs=1e-8)
+
+
+def test_deterministic(sinc_data):
+    x, t, _ = sinc_data
+    fits = [fit_type2(KernelBasis(x, RBF(0.25)), t, solver="sequential") for _ in range(2)]
+    for name in ("active", "alpha", "mu", "precision_chol", "log_evidence_path", "readd_gain"):
+        np.testing.assert_array_equal(getattr(fits[0], name), getattr(fits[1], name))
+    assert fits[0].beta == fits[1].beta
+
+
+def test_tie_break_lowest_index():
+    """Two identical columns: the lower index is taken, the copy is never added."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=30)
+    Phi = np.column_stack([rng.normal(size=30), x, x])
+    t = 2.0 * x + rng.normal(0, 0.1, 30)
+    fit = fit_type2(Phi, t, solver="sequential", noise_var=0.01)
+    assert 1 in fit.active
+    assert 2 not in fit.active
+
+
+def test_fixed_noise(sinc_data):
+    x, t, _ = sinc_data
+    fit = fit_type2(KernelBasis(x, RBF(0.25)), t, solver="sequential", noise_var=0.01**2)
+    assert fit.noise_fixed
+    assert fit.beta == pytest.approx(1e4)
+    Phi = KernelBasis(x, RBF(0.25)).toarray()[:, fit.active]
+    assert fit.log_evidence == pytest.approx(
+        log_evidence_dense(Phi, t, fit.alpha, fit.beta), abs=1e-6
+    )
+
+
+def test_noise_prior_enters_objective(sinc_data):
+    x, t, _ = sinc_data
+    fit = fit_type2(KernelBasis(x, RBF(0.25)), t, solver="sequential", c=2.0, d=0.02)
+    Phi = KernelBasis(x, RBF(0.25)).toarray()[:, fit.active]
+    c, d = 2.0, 0.02
+    from scipy.special import gammaln
+
+    prior = c * np.log(fit.beta) - d * fit.beta + c * np.log(d) - gammaln(c)
+    assert fit.log_evidence == pytest.approx(
+        log_evidence_dense(Phi, t, fit.alpha, fit.beta) + prior, abs=1e-6
+    )
+
+
+def test_gamma_prior_on_alpha_rejected(sinc_data):
+    x, t, _ = sinc_data
+    with pytest.raises(ValueError, match="a = b = 0"):
+        fit_type2(KernelBasis(x, RBF(0.25)), t, solver="sequential", a=1e-3, b=1e-3)
+
+
+#: Known gap (docs/benchmarks.md): the greedy path ends at another local optimum here.
+LOCAL_OPTIMUM = pytest.mark.xfail(
+    strict=True,
+    reason="the sequential path ends at a different, lower local optimum than MacKay's "
+    "full-basis iterations on this sample (multimodal evidence); issue 3 target not met",
+)
+
+
+@LOCAL_OPTIMUM
+def test_sinc_evidence_not_below_mackay(sinc_data):
+    x, t, _ = sinc_data
+    basis = KernelBasis(x, RBF(0.25))
+    seq = fit_type2(basis, t, solver="sequential")
+    mk = fit_type2(basis, t, solver="mackay")
+    assert seq.converged
+    assert seq.log_evidence >= mk.log_evidence - 1.0
+
+
+def _friedman(n):
+    X, y = make_friedman1(n_samples=n, n_features=10, noise=1.0, random_state=0)
+    return KernelBasis(X, RBF(0.1)), y
+
+
+@LOCAL_OPTIMUM
+@pytest.mark.parametrize("n", [300, pytest.param(2000, marks=pytest.mark.slow)])
+def test_friedman_evidence_not_below_mackay(n):
+    basis, y = _friedman(n)
+    seq = fit_type2(basis, y, solver="sequential")
+    mk = fit_type2(basis, y, solver="mackay")
+    assert seq.converged
+    assert seq.log_evidence >= mk.log_evidence - 1.0
