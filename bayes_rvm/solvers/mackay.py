@@ -36,26 +36,6 @@ def _prune(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
 RULES = Rules("mackay", _alpha, _noise_var, _prune)
 
 
-def fit(
-    basis: Basis,
-    t: np.ndarray,
-    *,
-    prior: Prior,
-    noise_var: float | None,
-    max_iter: int,
-    tol: float,
-    verbose: bool = False,
-    link=None,
-) -> Type2Result:
-    """MacKay re-estimation from the full basis; see :func:`bayes_rvm.fit_type2`."""
-    return reestimate(
-        basis,
-        t,
-        RULES,
-        prior=prior,
-        noise_var=noise_var,
-        max_iter=max_iter,
-        tol=tol,
-        verbose=verbose,
-        link=link,
-    )
+def fit(basis: Basis, t: np.ndarray, **options) -> Type2Result:
+    """MacKay re-estimation from the full basis; options as in :func:`bayes_rvm.fit_type2`."""
+    return reestimate(basis, t, RULES, **options)
