@@ -7,14 +7,13 @@ The estimators only orchestrate: validate, build the basis, call
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import log_expit, log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis
 from bayes_rvm.kernels import get_kernel
-from bayes_rvm.laplace import probit_scale
+from bayes_rvm.laplace import log_class_proba
 from bayes_rvm.solvers import fit_type2
 from bayes_rvm.solvers.scales import fit_type2_scales
 
@@ -95,7 +94,7 @@ class _BaseRVM(BaseEstimator):
             columns = [X[:, self.relevance_indices_]]
             if self.intercept_active_:
                 columns.append(np.ones((X.shape[0], 1)))
-            return np.column_stack(columns) if columns else np.empty((X.shape[0], 0))
+            return np.column_stack(columns)
         basis = KernelBasis(
             self.relevance_vectors_, self.kernel_, bias=self.bias, extra=self.extra_columns or ()
         )
@@ -526,12 +525,7 @@ or callable, default="rbf"
             log_p = np.column_stack([e._log_proba(X)[:, 1] for e in self.estimators_])
             return log_p - np.logaddexp.reduce(log_p, axis=1, keepdims=True)
         mean, var = self._latent(X)
-        if self.moderated:
-            # Bishop (2006) eq. 4.155: sigmoid(kappa(s^2) mu_a)
-            mean = probit_scale(var) * mean
-        if mean.ndim == 1:
-            return np.column_stack([log_expit(-mean), log_expit(mean)])
-        return log_softmax(mean, axis=1)
+        return log_class_proba(mean, var if self.moderated else None)
 
     def predict_proba(self, X):
         """Class probabilities, columns in the order of ``classes_``.

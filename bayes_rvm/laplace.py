@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logsumexp, softmax
+from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 
 from bayes_rvm import _linalg
 from bayes_rvm.evidence import hyperprior_log_density
@@ -32,9 +32,8 @@ __all__ = [
     "Categorical",
     "LaplaceMode",
     "latent_variance",
+    "log_class_proba",
     "log_evidence_laplace",
-    "moderated_sigmoid",
-    "moderated_softmax",
     "posterior_mode",
     "probit_scale",
     "weighted_cross",
@@ -333,21 +332,22 @@ def probit_scale(variance: np.ndarray) -> np.ndarray:
     return 1.0 / np.sqrt(1.0 + np.pi * np.asarray(variance) / 8.0)
 
 
-def moderated_sigmoid(mean: np.ndarray, variance: np.ndarray) -> np.ndarray:
-    """``int sigmoid(a) N(a | mean, variance) da ~ sigmoid(kappa(variance) mean)``.
+def log_class_proba(latent: np.ndarray, variance: np.ndarray | None = None) -> np.ndarray:
+    """Log class probabilities from the latent outputs, optionally moderated.
 
-    MacKay's moderated output (Bishop 2006, eq. 4.155): the probit approximation of the
-    logistic sigmoid integrated over the Laplace posterior of the latent value.
+    With ``variance=None`` the probabilities at the mode: ``sigmoid(a)`` for a binary model
+    (``latent`` of shape ``(n,)``, columns ``[log P(0), log P(1)]``) or ``softmax(a)`` for
+    ``K`` outputs (``latent`` of shape ``(n, K)``). With the latent variances, MacKay's
+    moderated output: each latent mean is first shrunk by ``kappa(variance)``, the probit
+    approximation of the sigmoid integrated over the Laplace posterior (Bishop 2006,
+    eq. 4.155). For ``K`` outputs this ignores the covariance between them, so for ``K = 2``
+    it is not identical to the binary formula: an approximation that tempers over-confident
+    softmax outputs.
     """
-    # Bishop (2006) eq. 4.155
-    return expit(probit_scale(variance) * mean)
-
-
-def moderated_softmax(mean: np.ndarray, variance: np.ndarray) -> np.ndarray:
-    """Softmax of the latent means each shrunk by ``kappa`` of its own variance.
-
-    The multiclass analogue of :func:`moderated_sigmoid` (an approximation: the outputs'
-    posterior covariances are ignored). For ``K = 2`` with opposite latents it is not
-    identical to the binary formula; use it to temper over-confident softmax outputs.
-    """
-    return softmax(probit_scale(variance) * mean, axis=1)
+    a = np.asarray(latent, dtype=np.float64)
+    if variance is not None:
+        # Bishop (2006) eq. 4.155: sigmoid(kappa(s^2) mu_a)
+        a = probit_scale(variance) * a
+    if a.ndim == 1:
+        return np.column_stack([log_expit(-a), log_expit(a)])
+    return log_softmax(a, axis=1)
