@@ -30,9 +30,6 @@ from bayes_rvm.solvers._reestimation import (
     reestimate,
     unbounded_negligible,
 )
-from bayes_rvm.solvers._reestimation import (
-    NEGLIGIBLE_GAMMA as NEGLIGIBLE_GAMMA,
-)
 
 __all__ = ["fit"]
 
