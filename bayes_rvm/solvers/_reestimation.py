@@ -149,7 +149,6 @@ class GaussianStep:
     """Closed-form Gaussian posterior (Tipping 2001, eq. 12-13) and the exact evidence."""
 
     likelihood = "gaussian"
-    laplace = False
 
     def __init__(self, Phi: np.ndarray, t: np.ndarray, prior: Prior, noise_var: float | None):
         self.Phi, self.t, self.prior, self.noise_var = Phi, t, prior, noise_var
@@ -175,6 +174,10 @@ class GaussianStep:
         # Tipping (2001) eq. 17: gamma_i = 1 - alpha_i Sigma_ii
         return State(alpha, beta, L, mu, sigma_diag, 1.0 - alpha * sigma_diag, rss, log_ev)
 
+    def prune(self, state: State, alpha: np.ndarray, alpha_new: np.ndarray) -> np.ndarray:
+        """Regression prunes by the solver's rules alone."""
+        return np.zeros(alpha.shape, dtype=bool)
+
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
         # App. B.1: would re-adding a pruned column raise the evidence?
         inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
@@ -195,8 +198,6 @@ class LaplaceStep:
     ``link`` is a :class:`~bayes_rvm.laplace.Bernoulli` or
     :class:`~bayes_rvm.laplace.Categorical` likelihood holding the targets.
     """
-
-    laplace = True
 
     def __init__(self, Phi: np.ndarray, link, prior: Prior):
         self.Phi, self.link, self.prior = Phi, link, prior
@@ -225,6 +226,12 @@ class LaplaceStep:
         return State(
             alpha, None, mode.precision_chol, mode.mu, sigma_diag, gamma, None, log_ev, blocks
         )
+
+    def prune(self, state: State, alpha: np.ndarray, alpha_new: np.ndarray) -> np.ndarray:
+        """Tipping (2001) App. B.1 for classification: delete weights with alpha > 1e12, or
+        as soon as the step to alpha = inf is exact (MacKay's updates approach it only
+        geometrically, with ratio s / q^2, slowly when q^2 ~ s)."""
+        return (alpha_new > ALPHA_MAX) | unbounded_negligible(state, alpha, self.prior)
 
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
         inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
@@ -328,11 +335,7 @@ def reestimate(
         with np.errstate(divide="ignore", invalid="ignore"):
             alpha_new = rules.alpha(state, alpha, prior)
             drop = rules.prune(state, alpha, prior) | ~np.isfinite(alpha_new) | (alpha_new <= 0)
-        if step.laplace:
-            # Tipping (2001) App. B.1: in classification delete weights with alpha > 1e12,
-            # or as soon as the step to alpha = inf is exact (MacKay's updates approach
-            # it only geometrically, with ratio s / q^2, slowly when q^2 ~ s)
-            drop |= (alpha_new > ALPHA_MAX) | unbounded_negligible(state, alpha, prior)
+            drop |= step.prune(state, alpha, alpha_new)
         if not drop.any() and gradient < tol:
             converged = True
             break
