@@ -18,7 +18,9 @@ HELP = "fit the paper's sinc examples, print ours beside the paper's, save a fig
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Options of the ``demo`` command."""
-    parser.add_argument("--solver", default="mackay", help="type-II solver (default: mackay)")
+    parser.add_argument(
+        "--solver", default="sequential", help="type-II solver (default: sequential)"
+    )
     parser.add_argument("--repeats", type=int, default=20, help="noise draws per Sec. 4.4 row")
     parser.add_argument("--seed", type=int, default=0, help="random seed")
     parser.add_argument("--out", default="out", help="folder for the figure (default: out)")

@@ -177,12 +177,13 @@ or callable, default="rbf"
         Polynomial offset.
     bias : bool, default=True
         Add a constant basis function (its weight is ``intercept_``).
-    solver : {"mackay", "em", "sequential"}, default="mackay"
-        Type-II optimiser (:func:`bayes_rvm.fit_type2`). "mackay" and "em" start from the
-        full basis and accept Gamma priors on ``alpha``. "sequential" (Tipping & Faul 2003)
-        adds, re-estimates and deletes one basis function at a time and never forms the
-        ``N x N`` kernel matrix; it needs ``a = b = 0`` and can end at a different local
-        optimum (``docs/benchmarks.md``).
+    solver : {"sequential", "mackay", "em"}, default="sequential"
+        Type-II optimiser (:func:`bayes_rvm.fit_type2`). "sequential" (Tipping & Faul 2003)
+        adds, re-estimates and deletes one basis function at a time, never forms the
+        ``N x N`` kernel matrix, and approaches the noise level from below so that it does
+        not stall at a high-noise local optimum (``docs/benchmarks.md``); it needs
+        ``a = b = 0``. "mackay" and "em" start from the full basis (``O(N^2)`` memory,
+        ``O(N^3)`` per iteration) and accept Gamma priors on ``alpha``.
     a, b : float, default=0.0
         Gamma hyperprior on each ``alpha_i``.
     c, d : float, default=0.0
@@ -266,7 +267,7 @@ or callable, default="rbf"
         degree=3,
         coef0=1.0,
         bias=True,
-        solver="mackay",
+        solver="sequential",
         a=0.0,
         b=0.0,
         c=0.0,

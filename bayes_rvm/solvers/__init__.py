@@ -70,7 +70,7 @@ def fit_type2(
     Phi: np.ndarray | Basis,
     t,
     likelihood: str = "gaussian",
-    solver: str = "mackay",
+    solver: str | None = None,
     *,
     a: float = 0.0,
     b: float = 0.0,
@@ -102,11 +102,13 @@ def fit_type2(
         classes (eq. 28; Bishop 2006, eq. 7.120-7.122); the result's ``mu`` has shape
         ``(M, K)`` and each ``alpha_m`` is shared by the ``K`` weights of basis function
         ``m`` (see :mod:`bayes_rvm.laplace` for why). Classification ignores ``c, d``.
-    solver : {"mackay", "em", "sequential"}
-        Type-II optimiser (see :data:`SOLVERS`): "mackay" (default; eq. 44, 46) and "em"
-        (eq. 48, 50) re-estimate every hyperparameter from the full basis; "sequential"
-        (Tipping & Faul 2003, needs ``a = b = 0``) grows the model one basis function at a
-        time and keeps ``O(N M)`` memory, but can end at a different local optimum.
+    solver : {"sequential", "mackay", "em"}, optional
+        Type-II optimiser (see :data:`SOLVERS`). "sequential" (Tipping & Faul 2003, needs
+        ``a = b = 0``) grows the model one basis function at a time and keeps ``O(N M)``
+        memory; "mackay" (eq. 44, 46) and "em" (eq. 48, 50) re-estimate every
+        hyperparameter from the full basis. Default (``None``): "sequential" for the
+        gaussian likelihood with ``a = b = 0``, otherwise "mackay" (classification, or a
+        Gamma prior on ``alpha``).
     a, b : float
         ``alpha_i ~ Gamma(a, b)``; 0 is the paper's uniform prior over ``log alpha``.
     c, d : float
@@ -144,6 +146,8 @@ def fit_type2(
     >>> bool(fit.active.size < 50), fit.converged
     (True, True)
     """
+    if solver is None:
+        solver = "sequential" if likelihood == "gaussian" and a == b == 0 else "mackay"
     fit_function, default_max_iter = _lookup(SOLVERS, solver, "solver")
     make_link = _lookup(LIKELIHOODS, likelihood, "likelihood")
     basis = as_basis(Phi)

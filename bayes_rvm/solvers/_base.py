@@ -148,10 +148,11 @@ def initial_alpha(sq_norms: np.ndarray, t: np.ndarray, n_active: int) -> np.ndar
     return n_active * np.maximum(sq_norms, np.finfo(float).tiny) / (t.size * power)
 
 
-def initial_noise_var(t: np.ndarray) -> float:
-    """Starting noise variance: 10% of the target variance (of ``mean(t^2)`` if constant)."""
+def initial_noise_var(t: np.ndarray, fraction: float = 0.1) -> float:
+    """Starting noise variance: ``fraction`` of the target variance (of ``mean(t^2)`` if
+    the target is constant)."""
     spread = float(np.var(t)) or float(np.mean(t**2)) or 1.0
-    return 0.1 * spread
+    return fraction * spread
 
 
 def noise_var_floor(t: np.ndarray) -> float:

@@ -7,36 +7,40 @@ when ``q_i^2 > s_i`` and by ``alpha_i = inf`` otherwise (eq. 17; Bishop 2006, eq
 The solver starts from the single column with the largest gain and takes one step at a
 time: add an inactive column, re-estimate an active ``alpha``, or delete an active column,
 always the action with the largest increase of the log evidence (ties go to the lowest
-column index). The posterior and ``S, Q`` of every candidate follow each step by rank-one
-(Sherman-Morrison) updates in ``O(n_basis M)``; only a noise update refreshes them from a
-new Cholesky factor.
+column index). The posterior is carried by the Cholesky factor of ``Sigma^-1`` (a row
+appended on an add, refactored on a re-estimate or delete, ``O(M^3 / 3)``); ``S, Q`` of
+every candidate follow each step by rank-one updates in ``O(n_basis M)``; the step that
+is about to be taken is first re-evaluated exactly from the factor, and a noise update
+refreshes everything.
 
-Noise schedule and convergence rule
------------------------------------
-A sequential run can end at a stationary point of the ``alpha`` sub-problem at a noise
-level that is not a stationary point of the evidence: with a large noise the data support
-few basis functions, every remaining ``q_i^2 - s_i`` is negative, the ``alpha`` loop
-settles within a handful of steps, and a termination test that looks at the ``alpha``
-updates alone (no add / delete pending, ``max |delta log alpha|`` small) stops there
-even though the noise estimate has not moved from its start (a fraction of ``var(t)``).
-This solver therefore
+Why sequential solvers stall, and the noise schedule
+----------------------------------------------------
+On Friedman #1 (N=2000, RBF gamma=0.1) fastrvm and SparseBayes-style solvers stop with
+about 45 relevance vectors at noise sd 1.6, hundreds of nats below the mode near the
+true noise sd 1.0 (about 130 vectors) that full-basis MacKay from a weak prior finds.
+What we measured (N=300, ``docs/benchmarks.md``):
 
-- re-estimates ``beta`` (Tipping 2001, eq. 46) whenever the ``alpha`` steps have
-  converged at the current noise, and every :data:`BETA_EVERY` steps besides;
-- declares convergence only when *every* candidate's possible gain (add, re-estimate,
-  delete) is below ``tol`` nats *and* the noise update made at that point changed the
-  log evidence by less than ``tol``; otherwise the new ``beta`` opens new candidates
-  (``q_i^2 > s_i`` again) and the steps continue.
+- At a *fixed* noise sd at or below the optimum (1.51) the greedy path from one column
+  reaches the good mode (about 38 vectors); at 1.65 and above it stops after 8 columns,
+  190 nats lower. With broad kernel columns that are nearly collinear, the fit needs
+  combinations of columns with large opposing weights; no *single* column adds evidence
+  while the noise is high, so the greedy path is trapped. Neither the candidate order
+  (adds first, deletions first) nor the convergence test changes that trap.
+- So any schedule that lets the noise estimate rise above the optimum while the model is
+  still small stalls: a start at ``0.1 var(t)`` (sd 1.6 here), or early noise updates
+  from an under-fitted model (SparseBayes updates ``beta`` after 10 steps and every 5
+  after), which inflate ``rss / (N - sum gamma)``.
+- Loosening the schedule the other way, updating the noise before the ``alpha`` steps
+  have converged, ended 40 to 60 nats lower at N=300 on an over-complete branch.
 
-The evidence is multimodal in ``alpha``: a greedy path of single steps can end at a
-different local optimum than the full-basis MacKay / EM iterations, and which one depends
-on the path (noise schedule, candidate order). Measured here (``docs/benchmarks.md``):
-a few nats below our MacKay solver on Friedman #1 at N=300, 1000 and 2000 and on small
-1-D sinc samples, while both stop near noise sd 1.6 where sklearn-rvm's full-basis EM
-finds a mode with noise sd 1.0 and ~100 nats more at N=1000; at N=5000 this solver
-reaches that low-noise mode (sd 1.02). The schedule above avoids the high-noise stall
-(an early noise update from a still under-fitted model inflates the noise, after which no
-candidate has ``q^2 > s``), but it does not make the greedy path global.
+The schedule is therefore block coordinate ascent from the low-noise side: start at
+noise variance :data:`START_NOISE` ``var(t)`` (the data are over-fitted, every candidate
+that helps is added), run the ``alpha`` steps to convergence (no step gains more than
+``tol``, confirmed on exact ``S, Q``), then re-estimate ``beta`` (Tipping 2001, eq. 46)
+and repeat. The noise rises towards its optimum from below while the model sheds the
+columns it no longer needs. Converged when the ``alpha`` steps have converged and the
+noise update changed the log evidence by at most ``tol``. The price is steps: the
+``alpha`` sub-problem at low noise has a long tail of small gains.
 
 Likelihood-specific parts
 -------------------------
@@ -90,6 +94,7 @@ from bayes_rvm.evidence import (
     delta_reestimate,
     hyperprior_log_density,
     log_evidence_gaussian,
+    log_likelihood_alpha_i,
     optimal_alpha,
     own_sparsity_quality,
     sparsity_quality,
@@ -97,14 +102,15 @@ from bayes_rvm.evidence import (
 from bayes_rvm.solvers._base import Prior, Type2Result, initial_noise_var, noise_var_floor
 
 __all__ = [
-    "BETA_EVERY",
     "CACHE_BYTES",
     "COMPRESS_BLOCK",
     "COMPRESS_BYTES",
     "COMPRESS_PASSES",
     "EXACT_RESIDUAL",
     "PREFETCH",
+    "RESOLUTION",
     "SPAN",
+    "START_NOISE",
     "fit",
 ]
 
@@ -124,8 +130,13 @@ EXACT_RESIDUAL = 1e-14
 #: An inactive column with ``S_m <= SPAN * beta ||phi_m||^2`` lies in the span of the active
 #: columns to rounding: its ``S, Q`` are cancellation noise and it is not added.
 SPAN = 1e-10
-#: Steps between two noise re-estimates while the ``alpha`` steps have not converged.
-BETA_EVERY = 8
+#: Starting noise variance as a fraction of ``var(t)``: below the noise optimum on every
+#: problem we measured, so the greedy path starts on the over-fitted side (see above).
+START_NOISE = 0.01
+#: A step is taken only if its gain exceeds ``RESOLUTION eps cond(H) (1 + gain)``: below,
+#: the gains of an ill-conditioned active set are rounding (measured: relative errors of
+#: 1e-3 at cond 2.5e11 on pure-noise targets), and the steps could go on forever.
+RESOLUTION = 1.0
 #: Smallest positive float: ``1 - sum gamma`` guard in the noise update.
 _EPS = float(np.finfo(np.float64).eps)
 
@@ -245,9 +256,13 @@ class _Workspace:
     """Posterior over the active (normalised) columns and ``S, Q`` of every candidate.
 
     Positions ``0..M-1`` hold the active columns in no particular order; ``index[p]`` is
-    the column at position ``p``. ``Sigma`` is refreshed from a Cholesky factor of
-    ``Sigma^-1`` (:meth:`refresh`) and between refreshes follows the rank-one updates of
-    each step; it is never obtained by inverting a matrix.
+    the column at position ``p``. The posterior is carried by the lower Cholesky factor
+    ``L`` of ``Sigma^-1 = A + beta Phi_a^T Phi_a`` (Tipping 2001, eq. 12): an add appends
+    a row to it, a re-estimate or a delete refactors the ``M x M`` matrix. ``Sigma`` is
+    never formed or updated, so rounding cannot accumulate in it; only ``S, Q`` of the
+    candidates follow rank-one updates (errors that add up but never feed back), and
+    :meth:`exact` recomputes the ``s, q`` of any one column from the factor before a
+    step on it is taken.
     """
 
     def __init__(self, t: np.ndarray, phi_t: np.ndarray, unit: np.ndarray, beta: float):
@@ -260,10 +275,11 @@ class _Workspace:
         capacity = 16
         self.index = np.empty(capacity, dtype=np.intp)
         self.alpha = np.empty(capacity)
-        self.mu = np.empty(capacity)
-        self.Sigma = np.empty((capacity, capacity))
         self.C = np.empty((n_basis, capacity))
         self.Phi = np.empty((t.size, capacity))
+        self.L = np.zeros((0, 0))
+        self.r = np.zeros(0)  # L^-1 beta Phi_a^T t
+        self.mu = np.zeros(0)
         # Faul & Tipping (2002): with no active column C = beta^-1 I, S = beta phi^T phi
         self.S = beta * self.unit
         self.Q = beta * phi_t
@@ -271,7 +287,7 @@ class _Workspace:
     def _grow(self) -> None:
         capacity = 2 * self.index.size
         M = self.M
-        for name in ("index", "alpha", "mu"):
+        for name in ("index", "alpha"):
             new = np.empty(capacity, dtype=getattr(self, name).dtype)
             new[:M] = getattr(self, name)[:M]
             setattr(self, name, new)
@@ -280,123 +296,165 @@ class _Workspace:
             new = np.empty((old.shape[0], capacity))
             new[:, :M] = old[:, :M]
             setattr(self, name, new)
-        Sigma = np.empty((capacity, capacity))
-        Sigma[:M, :M] = self.Sigma[:M, :M]
-        self.Sigma = Sigma
+
+    def _solve_mean(self) -> None:
+        """``mu = Sigma beta Phi_a^T t`` (Tipping 2001, eq. 13) from the factor."""
+        self.r = _linalg.solve_lower(self.L, self.beta * self.phi_t[self.index[: self.M]])
+        self.mu = _linalg.solve_lower(self.L, self.r, transpose=True)
+
+    def sigma_column(self, p: int) -> np.ndarray:
+        """Column ``p`` of ``Sigma`` by two triangular solves."""
+        e = np.zeros(self.M)
+        e[p] = 1.0
+        return _linalg.cho_solve(self.L, e)
+
+    def exact(self, j: int, p: int) -> tuple[float, float]:
+        """``s_j, q_j`` of column ``j`` (at position ``p``, or ``-1`` if inactive) from ``L``.
+
+        Inactive: ``S_j = beta - ||l||^2`` and ``Q_j = beta phi_j^T t - l^T r`` with
+        ``l = L^-1 beta Phi_a^T phi_j``; active: ``s_j = 1 / Sigma_jj - alpha_j`` and
+        ``q_j = mu_j / Sigma_jj`` (Faul & Tipping 2002).
+        """
+        if p < 0:
+            l = _linalg.solve_lower(self.L, self.beta * self.C[j, : self.M])
+            S = self.beta * self.unit[j] - float(l @ l)
+            return S, self.beta * self.phi_t[j] - float(l @ self.r)
+        sigma_pp = float(self.sigma_column(p)[p])
+        return 1.0 / sigma_pp - self.alpha[p], self.mu[p] / sigma_pp
+
+    def set_exact(self, j: int, p: int, s: float, q: float) -> None:
+        """Replace the running ``S_j, Q_j`` by the values of :meth:`exact`."""
+        if p < 0:
+            self.S[j], self.Q[j] = s, q
+        else:  # S = alpha s / (alpha + s), Q = alpha q / (alpha + s)
+            factor = self.alpha[p] / (self.alpha[p] + s)
+            self.S[j], self.Q[j] = factor * s, factor * q
 
     def add(self, j: int, alpha_j: float, column: np.ndarray, cross: np.ndarray) -> None:
-        """Make column ``j`` active with precision ``alpha_j``."""
+        """Make column ``j`` active with precision ``alpha_j`` (its ``C`` row is current)."""
         if self.index.size == self.M:
             self._grow()
         M, beta = self.M, self.beta
-        C, Sigma = self.C[:, :M], self.Sigma[:M, :M]
-        # v = Sigma Phi_a^T B phi_j
-        v = Sigma @ (beta * self.C[j, :M])
+        l = _linalg.solve_lower(self.L, beta * self.C[j, :M])
+        S_j = beta * self.unit[j] - float(l @ l)
+        Q_j = beta * self.phi_t[j] - float(l @ self.r)
         # Tipping & Faul (2003), appendix: Sigma_jj = 1 / (alpha_j + S_j), mu_j = Sigma_jj Q_j
-        sigma_jj = 1.0 / (alpha_j + self.S[j])
-        mu_j = sigma_jj * self.Q[j]
+        sigma_jj = 1.0 / (alpha_j + S_j)
         # e_m = phi_m^T B phi_j - phi_m^T B Phi Sigma Phi^T B phi_j
-        e = beta * cross - beta * (C @ v)
-        Sigma += sigma_jj * np.outer(v, v)
-        self.Sigma[:M, M] = self.Sigma[M, :M] = -sigma_jj * v
-        self.Sigma[M, M] = sigma_jj
-        self.mu[:M] -= mu_j * v
-        self.mu[M] = mu_j
+        v = _linalg.solve_lower(self.L, l, transpose=True)
+        e = beta * cross - beta * (self.C[:, :M] @ v)
         self.S -= sigma_jj * e**2
-        self.Q -= mu_j * e
+        self.Q -= (sigma_jj * Q_j) * e
+        L = np.zeros((M + 1, M + 1))
+        L[:M, :M] = self.L
+        L[M, :M] = l
+        L[M, M] = np.sqrt(alpha_j + S_j)
+        self.L = L
         self.index[M], self.alpha[M] = j, alpha_j
         self.C[:, M] = cross
         self.Phi[:, M] = column
         self.M = M + 1
+        self._solve_mean()
 
     def _downdate(self, p: int, kappa: float) -> None:
-        """``Sigma^-1 += (1/kappa - Sigma_pp)^-1 e_p e_p^T`` by Sherman-Morrison."""
-        M = self.M
-        sigma_p = self.Sigma[:M, p].copy()
-        mu_p = self.mu[p]
-        x = self.beta * (self.C[:, :M] @ sigma_p)
+        """``S, Q`` after ``Sigma^-1 += (1/kappa - Sigma_pp)^-1 e_p e_p^T`` (rank one)."""
+        sigma_p = self.sigma_column(p)
+        x = self.beta * (self.C[:, : self.M] @ sigma_p)
         # Tipping & Faul (2003), appendix: S_m += kappa (phi_m^T B Phi Sigma_p)^2 etc.
         self.S += kappa * x**2
-        self.Q += kappa * mu_p * x
-        self.Sigma[:M, :M] -= kappa * np.outer(sigma_p, sigma_p)
-        self.mu[:M] -= kappa * mu_p * sigma_p
+        self.Q += kappa * self.mu[p] * x
 
     def reestimate(self, p: int, alpha_new: float) -> None:
         """Set the precision at position ``p`` to the finite ``alpha_new``."""
         delta = alpha_new - self.alpha[p]
+        sigma_pp = float(self.sigma_column(p)[p])
         # Tipping & Faul (2003), appendix: kappa = 1 / (Sigma_jj + 1 / (alpha~ - alpha))
-        self._downdate(p, 1.0 / (self.Sigma[p, p] + 1.0 / delta))
+        self._downdate(p, 1.0 / (sigma_pp + 1.0 / delta))
         self.alpha[p] = alpha_new
+        self.refactor()
 
     def delete(self, p: int) -> tuple[int, np.ndarray, np.ndarray]:
         """Remove position ``p``; returns its column index, column and cross products."""
         # alpha -> inf: kappa = 1 / Sigma_jj
-        self._downdate(p, 1.0 / self.Sigma[p, p])
+        self._downdate(p, 1.0 / float(self.sigma_column(p)[p]))
         j, column, cross = int(self.index[p]), self.Phi[:, p].copy(), self.C[:, p].copy()
         last = self.M - 1
         if p != last:  # move the last position into the hole
-            for name in ("index", "alpha", "mu"):
-                getattr(self, name)[p] = getattr(self, name)[last]
+            self.index[p], self.alpha[p] = self.index[last], self.alpha[last]
             self.C[:, p] = self.C[:, last]
             self.Phi[:, p] = self.Phi[:, last]
-            self.Sigma[p, :] = self.Sigma[last, :]
-            self.Sigma[:, p] = self.Sigma[:, last]
-            self.Sigma[p, p] = self.Sigma[last, last]
         self.M = last
+        self.refactor()
         return j, column, cross
 
-    def factor(self) -> np.ndarray:
-        """Lower Cholesky factor of ``Sigma^-1 = A + B Phi_a^T Phi_a`` from scratch."""
+    def refactor(self) -> None:
+        """The factor ``L`` of ``Sigma^-1 = A + beta Phi_a^T Phi_a`` from scratch, and ``mu``."""
         M = self.M
         # Tipping (2001) eq. 12
         H = self.beta * self.C[self.index[:M], :M]
         H = 0.5 * (H + H.T)
         H[np.diag_indices_from(H)] += self.alpha[:M]
-        return _linalg.cholesky(H)
+        self.L = _linalg.cholesky(H)
+        self._solve_mean()
 
-    def refresh(self, beta: float) -> np.ndarray:
-        """Recompute ``Sigma, mu, S, Q`` at noise precision ``beta``; returns the factor."""
+    def refresh(self, beta: float) -> None:
+        """Recompute ``L, mu, S, Q`` at noise precision ``beta`` (no running update left)."""
         self.beta = beta
-        M = self.M
-        L = self.factor()
-        if M:
-            # Tipping (2001) eq. 13: mu = beta Sigma Phi^T t
-            self.mu[:M] = _linalg.cho_solve(L, beta * self.phi_t[self.index[:M]])
-            Linv = _linalg.solve_lower(L, np.eye(M))
-            self.Sigma[:M, :M] = Linv.T @ Linv
+        self.refactor()
         self.S, self.Q = sparsity_quality(
-            beta * self.C[:, :M], beta * self.unit, beta * self.phi_t, L, self.mu[:M]
+            beta * self.C[:, : self.M], beta * self.unit, beta * self.phi_t, self.L, self.mu
         )
-        return L
+
+    def resolution(self) -> float:
+        """Relative accuracy of a gain computed from the factor: ``RESOLUTION eps cond(H)``.
+
+        ``cond(H)`` is estimated by ``(max diag L / min diag L)^2``, a lower bound.
+        """
+        if self.M == 0:
+            return 0.0
+        d = np.diag(self.L)
+        return RESOLUTION * _EPS * float(d.max() / d.min()) ** 2
+
+    def gamma(self) -> np.ndarray:
+        """``gamma_i = 1 - alpha_i Sigma_ii`` (Tipping 2001, eq. 17)."""
+        return 1.0 - self.alpha[: self.M] * _linalg.inverse_diag(self.L)
 
     def rss(self) -> float:
-        residual = self.t - self.Phi[:, : self.M] @ self.mu[: self.M]
+        residual = self.t - self.Phi[:, : self.M] @ self.mu
         return float(residual @ residual)
 
 
 def _noise_update(ws: _Workspace, prior: Prior, floor: float) -> float:
     """Gaussian likelihood: the MacKay re-estimate of ``beta`` (Tipping 2001, eq. 46)."""
-    M = ws.M
-    # Tipping (2001) eq. 17: gamma_i = 1 - alpha_i Sigma_ii
-    gamma = 1.0 - ws.alpha[:M] * np.diag(ws.Sigma)[:M]
     # Tipping (2001) eq. 46
-    denominator = max(ws.t.size - float(np.sum(gamma)) + 2.0 * prior.c, _EPS)
+    denominator = max(ws.t.size - float(np.sum(ws.gamma())) + 2.0 * prior.c, _EPS)
     return 1.0 / max((ws.rss() + 2.0 * prior.d) / denominator, floor)
 
 
-def _log_evidence(ws: _Workspace, L: np.ndarray, prior: Prior, noise_fixed: bool) -> float:
-    """Gaussian likelihood: eq. 36 from a fresh factor (normalised columns, ``a = b = 0``)."""
-    M = ws.M
-    value = log_evidence_gaussian(L, ws.mu[:M], ws.alpha[:M], ws.beta, ws.rss(), ws.t.size)
+def _log_evidence(ws: _Workspace, prior: Prior, noise_fixed: bool) -> float:
+    """Gaussian likelihood: eq. 36 from the current factor (normalised columns, ``a = b = 0``)."""
+    alpha = ws.alpha[: ws.M]
+    value = log_evidence_gaussian(ws.L, ws.mu, alpha, ws.beta, ws.rss(), ws.t.size)
     return value + hyperprior_log_density(
-        ws.alpha[:M], None if noise_fixed else ws.beta, 0.0, 0.0, prior.c, prior.d
+        alpha, None if noise_fixed else ws.beta, 0.0, 0.0, prior.c, prior.d
     )
 
 
-def _candidate_gains(
-    ws: _Workspace, position: np.ndarray, alpha_full: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Gain (nats) of the best action on every column, and the ``alpha`` it would set.
+def _exact_gain(alpha: float, s: float, q: float) -> tuple[float, float]:
+    """Gain (nats) of the best action on one column from exact ``s, q``, and its ``alpha``.
+
+    ``l(alpha~) - l(alpha)`` with ``l`` of Faul & Tipping (2002) eq. 15, ``l(inf) = 0`` and
+    ``alpha~`` its maximiser (eq. 17).
+    """
+    alpha_new = float(optimal_alpha(np.array(s), np.array(q)))
+    gain = 0.0 if np.isinf(alpha_new) else float(log_likelihood_alpha_i(alpha_new, s, q))
+    if np.isfinite(alpha):
+        gain -= float(log_likelihood_alpha_i(alpha, s, q))
+    return gain, alpha_new
+
+
+def _candidate_gains(ws: _Workspace, alpha_full: np.ndarray) -> np.ndarray:
+    """Gain (nats) of the best action on every column, from the running ``S, Q``.
 
     Active with ``q^2 > s``: re-estimate; active with ``q^2 <= s``: delete (``inf``);
     inactive with ``q^2 > s``: add; otherwise no action (gain 0).
@@ -416,7 +474,7 @@ def _candidate_gains(
             delta_delete(S, Q, alpha),
         )
     # S_m >= alpha_m for an active column is rounding in an ill-conditioned basis: no step
-    return np.where(np.isfinite(gain), gain, 0.0), alpha_new
+    return np.where(np.isfinite(gain), gain, 0.0)
 
 
 def fit(
@@ -462,7 +520,7 @@ def fit(
     n_basis = basis.n_columns
     noise_fixed = noise_var is not None
     floor = noise_var_floor(t)
-    beta = 1.0 / (noise_var if noise_fixed else initial_noise_var(t))
+    beta = 1.0 / (noise_var if noise_fixed else initial_noise_var(t, START_NOISE))
 
     sq_norms = basis.sq_norms()
     usable = sq_norms > 0
@@ -502,47 +560,73 @@ def fit(
         return order[inactive_gain[order] > 0]
 
     # Start from the single column with the largest gain (Bishop 2006, Sec. 7.2.2 step 2).
-    gain, alpha_new = _candidate_gains(ws, position, alpha_full)
+    gain = _candidate_gains(ws, alpha_full)
     first = int(np.argmax(np.where(usable, gain, -np.inf)))
-    # with no column supported at the initial noise, any finite start (deleted next)
-    first_alpha = alpha_new[first] if np.isfinite(alpha_new[first]) else ws.S[first]
-    do_add(first, float(first_alpha), ranking(gain))
-    L = ws.refresh(beta)
-    log_ev = _log_evidence(ws, L, prior, noise_fixed)
+    # Faul & Tipping (2002) eq. 17 (s = S, q = Q with no active column); with no column
+    # supported at the initial noise, any finite start (deleted next)
+    first_alpha = float(optimal_alpha(ws.S[first], ws.Q[first]))
+    do_add(first, first_alpha if np.isfinite(first_alpha) else ws.S[first], ranking(gain))
+    ws.refresh(beta)
+    log_ev = _log_evidence(ws, prior, noise_fixed)
     path = [log_ev]
     steps = 0
 
     def ascend() -> bool:
         """Steps to convergence (True) or to ``max_iter`` (False) with the current cache."""
         nonlocal log_ev, steps
-        since_noise = 0
+        fresh = True  # S, Q exact: no rank-one update since the last refresh
+        unresolved = np.zeros(n_basis, dtype=bool)  # gains below rounding since the last step
+        noise_stale = not noise_fixed  # alpha steps taken since the last noise update
         while True:
-            gain, alpha_new = _candidate_gains(ws, position, alpha_full)
+            gain = np.where(unresolved, 0.0, _candidate_gains(ws, alpha_full))
             j = int(np.argmax(gain))
-            best = float(gain[j])
-            alpha_settled = best <= tol
-            if not noise_fixed and (alpha_settled or since_noise >= BETA_EVERY):
-                since_noise = 0
-                L = ws.refresh(_noise_update(ws, prior, floor))
-                new_log_ev = _log_evidence(ws, L, prior, noise_fixed)
+            if gain[j] <= tol:
+                if not fresh:  # confirm with exact S, Q before acting on "no step left"
+                    ws.refresh(ws.beta)
+                    fresh = True
+                    continue
+                if not noise_stale:
+                    return True
+                # the alpha steps have converged at this noise: now (only now) update it
+                ws.refresh(_noise_update(ws, prior, floor))
+                unresolved[:] = False
+                new_log_ev = _log_evidence(ws, prior, noise_fixed)
                 noise_gain, log_ev = new_log_ev - log_ev, new_log_ev
                 path.append(log_ev)
-                if alpha_settled and abs(noise_gain) <= tol:
-                    return True
+                noise_stale = abs(noise_gain) > tol
+                if verbose:
+                    print(
+                        f"[sequential] noise update after step {steps}: M={ws.M} "
+                        f"sd={ws.beta**-0.5:.4g} gain={noise_gain:.3g}"
+                    )
                 continue
-            if alpha_settled:
-                return True
+            p = int(position[j])
+            s, q = ws.exact(j, p)
+            if s <= SPAN * ws.beta * ws.unit[j]:
+                # inactive: in the span of the active columns to rounding; active: s > 0
+                # in exact arithmetic, so this is rounding at this conditioning
+                unresolved[j] = True
+                continue
+            best, alpha_j = _exact_gain(alpha_full[j], s, q)
+            if not best > tol:  # the running S_j, Q_j had drifted: correct them, look again
+                ws.set_exact(j, p, s, q)
+                continue
+            if best <= ws.resolution() * (1.0 + best):
+                unresolved[j] = True  # rounding at this conditioning: not a step, for now
+                continue
             if steps == max_iter:
                 return False
             steps += 1
-            since_noise += 1
-            if position[j] < 0:
-                do_add(j, float(alpha_new[j]), ranking(gain))
-            elif np.isfinite(alpha_new[j]):
-                ws.reestimate(int(position[j]), float(alpha_new[j]))
-                alpha_full[j] = alpha_new[j]
+            fresh = False
+            unresolved[:] = False
+            noise_stale = not noise_fixed
+            if p < 0:
+                do_add(j, alpha_j, ranking(gain))
+            elif np.isfinite(alpha_j):
+                ws.reestimate(p, alpha_j)
+                alpha_full[j] = alpha_j
             else:
-                do_delete(int(position[j]))
+                do_delete(p)
             log_ev += best
             path.append(log_ev)
             if verbose and steps % 100 == 0:
@@ -560,8 +644,8 @@ def fit(
         ws.C[:, :M] = basis.transpose_dot(ws.Phi[:, :M]) / scales[:, None]
         ws.phi_t, ws.unit = phi_t, unit
         cache = exact_cache
-        L = ws.refresh(ws.beta)
-        log_ev = _log_evidence(ws, L, prior, noise_fixed)
+        ws.refresh(ws.beta)
+        log_ev = _log_evidence(ws, prior, noise_fixed)
         path.append(log_ev)
         converged = ascend()
     if verbose:
