@@ -3,12 +3,16 @@
 The posterior precision ``H = A + beta Phi^T Phi`` (Tipping 2001, eq. 12) is factored
 once per hyperparameter step; every solve, log-determinant and diagonal of
 ``Sigma = H^-1`` comes from the factor. No matrix is inverted explicitly.
+
+The LAPACK routines (``dpotrf``, ``dtrtrs``, ``dpotrs``) are called directly: the
+sequential solver makes several small solves per step, and the argument checking of the
+``scipy.linalg`` wrappers cost more than the solves themselves.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import linalg
+from scipy.linalg import lapack
 
 __all__ = [
     "NotPositiveDefiniteError",
@@ -45,11 +49,10 @@ def cholesky(H: np.ndarray, what: str = "posterior precision") -> np.ndarray:
         raise NotPositiveDefiniteError(f"the {what} matrix has NaN or infinite entries")
     scale = float(np.mean(np.diag(H))) if H.size else 1.0
     for eps in JITTER_STEPS:
-        try:
-            target = H if eps == 0.0 else H + (eps * scale) * np.eye(H.shape[0])
-            return linalg.cholesky(target, lower=True, check_finite=False)
-        except linalg.LinAlgError:
-            continue
+        target = H if eps == 0.0 else H + (eps * scale) * np.eye(H.shape[0])
+        factor, info = lapack.dpotrf(target, lower=1, clean=1)
+        if info == 0:
+            return factor
     raise NotPositiveDefiniteError(
         f"the {what} matrix ({H.shape[0]} x {H.shape[0]}) is not positive definite even "
         f"after adding {JITTER_STEPS[-1]:g} x mean(diag) to its diagonal; the basis is "
@@ -57,14 +60,25 @@ def cholesky(H: np.ndarray, what: str = "posterior precision") -> np.ndarray:
     )
 
 
+def _checked(result: tuple[np.ndarray, int], routine: str) -> np.ndarray:
+    solution, info = result
+    if info != 0:
+        raise NotPositiveDefiniteError(f"LAPACK {routine} failed (info={info}): singular factor")
+    return solution
+
+
 def solve_lower(L: np.ndarray, B: np.ndarray, transpose: bool = False) -> np.ndarray:
     """``L^-1 B`` by forward substitution (``L^-T B`` by back substitution if ``transpose``)."""
-    return linalg.solve_triangular(L, B, lower=True, trans=int(transpose), check_finite=False)
+    if L.shape[0] == 0:
+        return np.zeros(np.shape(B))
+    return _checked(lapack.dtrtrs(L, B, lower=1, trans=int(transpose)), "dtrtrs")
 
 
 def cho_solve(L: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``H^-1 B`` from the lower factor of ``H``."""
-    return linalg.cho_solve((L, True), B, check_finite=False)
+    if L.shape[0] == 0:
+        return np.zeros(np.shape(B))
+    return _checked(lapack.dpotrs(L, B, lower=1), "dpotrs")
 
 
 def logdet(L: np.ndarray) -> float:

@@ -176,7 +176,11 @@ def test_regression_is_untouched_by_the_classification_step(sinc_data):
     x, t, _ = sinc_data
     model = RVR(gamma=0.25, solver="mackay").fit(x, t)
     fit = model.result_
-    np.testing.assert_allclose(fit.alpha, fit.gamma / fit.mu**2, rtol=1e-4)
+    # columns with alpha beyond 1e12 (App. B.1) carry no weight: their fixed point is
+    # rounding, so the check is on the others
+    kept = fit.alpha < 1e12
+    assert kept.sum() >= 5
+    np.testing.assert_allclose(fit.alpha[kept], (fit.gamma / fit.mu**2)[kept], rtol=1e-4)
     assert fit.beta is not None
     assert fit.likelihood == "gaussian"
 

@@ -453,28 +453,28 @@ def _exact_gain(alpha: float, s: float, q: float) -> tuple[float, float]:
     return gain, alpha_new
 
 
-def _candidate_gains(ws: _Workspace, alpha_full: np.ndarray) -> np.ndarray:
+def _candidate_gains(ws: _Workspace) -> np.ndarray:
     """Gain (nats) of the best action on every column, from the running ``S, Q``.
 
-    Active with ``q^2 > s``: re-estimate; active with ``q^2 <= s``: delete (``inf``);
-    inactive with ``q^2 > s``: add; otherwise no action (gain 0).
+    Inactive with ``Q^2 > S``: add; active with ``q^2 > s``: re-estimate; active with
+    ``q^2 <= s``: delete (``alpha = inf``); otherwise no action (gain 0).
     """
-    s, q = own_sparsity_quality(ws.S, ws.Q, alpha_full)
-    # Faul & Tipping (2002) eq. 17 / Bishop (2006) eq. 7.101
-    alpha_new = optimal_alpha(s, q)
     gain = delta_add(ws.S, ws.Q)
     gain[SPAN * ws.beta * ws.unit >= ws.S] = 0.0
     active = ws.index[: ws.M]
     S, Q, alpha = ws.S[active], ws.Q[active], ws.alpha[: ws.M]
-    finite = np.isfinite(alpha_new[active])
+    # Faul & Tipping (2002) eq. 17 / Bishop (2006) eq. 7.101
+    alpha_new = optimal_alpha(*own_sparsity_quality(S, Q, alpha))
+    finite = np.isfinite(alpha_new)
     with np.errstate(invalid="ignore", divide="ignore"):
-        gain[active] = np.where(
+        active_gain = np.where(
             finite,
-            delta_reestimate(S, Q, alpha, np.where(finite, alpha_new[active], alpha)),
+            delta_reestimate(S, Q, alpha, np.where(finite, alpha_new, alpha)),
             delta_delete(S, Q, alpha),
         )
     # S_m >= alpha_m for an active column is rounding in an ill-conditioned basis: no step
-    return np.where(np.isfinite(gain), gain, 0.0)
+    gain[active] = np.where(np.isfinite(active_gain), active_gain, 0.0)
+    return gain
 
 
 def fit(
@@ -560,7 +560,7 @@ def fit(
         return order[inactive_gain[order] > 0]
 
     # Start from the single column with the largest gain (Bishop 2006, Sec. 7.2.2 step 2).
-    gain = _candidate_gains(ws, alpha_full)
+    gain = _candidate_gains(ws)
     first = int(np.argmax(np.where(usable, gain, -np.inf)))
     # Faul & Tipping (2002) eq. 17 (s = S, q = Q with no active column); with no column
     # supported at the initial noise, any finite start (deleted next)
@@ -578,7 +578,7 @@ def fit(
         unresolved = np.zeros(n_basis, dtype=bool)  # gains below rounding since the last step
         noise_stale = not noise_fixed  # alpha steps taken since the last noise update
         while True:
-            gain = np.where(unresolved, 0.0, _candidate_gains(ws, alpha_full))
+            gain = np.where(unresolved, 0.0, _candidate_gains(ws))
             j = int(np.argmax(gain))
             if gain[j] <= tol:
                 if not fresh:  # confirm with exact S, Q before acting on "no step left"
