@@ -47,6 +47,11 @@ class Basis(ABC):
     def sq_norms(self) -> np.ndarray:
         """``diag(Phi^T Phi)``: the squared norm of every column."""
 
+    def transpose_dot_with_norms(self, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(Phi^T V, sq_norms())``; a basis that evaluates its columns computes both in
+        one pass."""
+        return self.transpose_dot(V), self.sq_norms()
+
     def toarray(self) -> np.ndarray:
         """The whole matrix (``n_rows x n_columns`` floats: beware of large ``n_rows``)."""
         return self.columns(np.arange(self.n_columns))
@@ -236,28 +241,37 @@ class KernelBasis(Basis):
             stop = min(start + self._block, self.n_centres)
             yield start, stop, self._kernel(self.X, self.centres[start:stop])
 
-    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
-        V = np.asarray(V, dtype=np.float64)
-        out = np.empty((self.n_columns, *V.shape[1:]))
+    def _pass(self, V: np.ndarray | None, with_norms: bool) -> tuple:
+        """One pass over the kernel blocks: ``Phi^T V`` (``None`` without ``V``) and the
+        squared column norms (``None`` unless ``with_norms``)."""
+        product = None if V is None else np.empty((self.n_columns, *V.shape[1:]))
+        norms = np.empty(self.n_columns) if with_norms else None
         for start, stop, K in self._kernel_blocks():
-            out[start:stop] = K.T @ V
+            if product is not None:
+                product[start:stop] = K.T @ V
+            if norms is not None:
+                norms[start:stop] = np.einsum("ij,ij->j", K, K)
         tail = self.n_centres
         if self.bias:
-            out[tail] = V.sum(axis=0)
+            if product is not None:
+                product[tail] = V.sum(axis=0)
+            if norms is not None:
+                norms[tail] = self.n_rows
             tail += 1
-        out[tail:] = self._extra_values.T @ V
-        return out
+        if product is not None:
+            product[tail:] = self._extra_values.T @ V
+        if norms is not None:
+            norms[tail:] = np.einsum("ij,ij->j", self._extra_values, self._extra_values)
+        return product, norms
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        return self._pass(np.asarray(V, dtype=np.float64), False)[0]
+
+    def transpose_dot_with_norms(self, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self._pass(np.asarray(V, dtype=np.float64), True)
 
     def sq_norms(self) -> np.ndarray:
-        out = np.empty(self.n_columns)
-        for start, stop, K in self._kernel_blocks():
-            out[start:stop] = np.einsum("ij,ij->j", K, K)
-        tail = self.n_centres
-        if self.bias:
-            out[tail] = self.n_rows
-            tail += 1
-        out[tail:] = np.einsum("ij,ij->j", self._extra_values, self._extra_values)
-        return out
+        return self._pass(None, True)[1]
 
 
 def as_basis(Phi) -> Basis:

@@ -94,12 +94,14 @@ class RBF(Kernel):
 
     def __call__(self, X, Y=None) -> np.ndarray:
         Xs, Ys = self._scaled(X, Y)
-        sq = (
-            np.einsum("ij,ij->i", Xs, Xs)[:, None]
-            + np.einsum("ij,ij->i", Ys, Ys)[None, :]
-            - 2.0 * (Xs @ Ys.T)
-        )
-        return np.exp(-np.maximum(sq, 0.0))
+        # in place: one n_X x n_Y array, however large the block
+        out = Xs @ Ys.T
+        out *= -2.0
+        out += np.einsum("ij,ij->i", Xs, Xs)[:, None]
+        out += np.einsum("ij,ij->i", Ys, Ys)[None, :]
+        np.maximum(out, 0.0, out=out)
+        np.negative(out, out=out)
+        return np.exp(out, out=out)
 
     def diag(self, X) -> np.ndarray:
         return np.ones(np.asarray(X).shape[0])

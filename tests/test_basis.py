@@ -31,6 +31,9 @@ def test_blocked_products_equal_dense(basis, rng):
     np.testing.assert_allclose(B.transpose_dot(V), dense.T @ V, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(B.transpose_dot(V[:, 0]), dense.T @ V[:, 0], atol=1e-12)
     np.testing.assert_allclose(B.sq_norms(), np.sum(dense**2, axis=0), rtol=1e-12)
+    product, norms = B.transpose_dot_with_norms(V)  # one pass, both results
+    np.testing.assert_allclose(product, dense.T @ V, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(norms, np.sum(dense**2, axis=0), rtol=1e-12)
     idx = [3, 23, 25, 0]
     np.testing.assert_allclose(B.cross(idx), dense.T @ dense[:, idx], rtol=1e-12, atol=1e-12)
 

@@ -206,8 +206,8 @@ class _CompressedCrosses:
 
 
 def _compress(
-    basis: Basis, scales: np.ndarray, usable: np.ndarray, t: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    basis: Basis, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
     """``B = Phi~^T U`` for an orthonormal ``U`` spanning the dominant normalised columns.
 
     Block-pivoted Gram-Schmidt: each pass takes the :data:`COMPRESS_BLOCK` columns with
@@ -217,39 +217,35 @@ def _compress(
     residual, so ``B B_j`` is ``Phi~^T phi~_j`` up to ``max residual``. Stops when the
     squared residual is below :data:`EXACT_RESIDUAL`, or after :data:`COMPRESS_PASSES`
     passes, or when :data:`COMPRESS_BYTES` is reached. The first block is spread evenly
-    over the columns, and its pass also computes ``Phi~^T t``. Returns ``B``, ``U``, the
-    largest squared residual left, and ``Phi~^T t``.
+    over the columns, and its pass also computes ``Phi^T t`` and the column norms (the
+    normalisation). Returns ``B``, ``U``, the largest squared residual left,
+    ``Phi~^T t`` and the squared column norms of ``Phi``.
     """
     n, n_basis = basis.shape
     cap = min(n_basis, n, COMPRESS_BYTES // (8 * (n + n_basis)))
-    residual = usable.astype(np.float64)
-    U = np.empty((n, 0))
-    B = np.empty((n_basis, 0))
-    phi_t = None
-    for _ in range(COMPRESS_PASSES if cap > 0 else 0):
+    k = min(COMPRESS_BLOCK, cap)
+    pick = np.linspace(0, n_basis - 1, k).astype(np.intp)
+    Y = basis.columns(pick)
+    norms = np.sqrt(np.einsum("ij,ij->j", Y, Y))
+    Y, pick = Y[:, norms > 0] / norms[norms > 0], pick[norms > 0]
+    U, _ = np.linalg.qr(Y)
+    products, sq_norms = basis.transpose_dot_with_norms(np.column_stack([U, t]))
+    scales = np.where(sq_norms > 0, np.sqrt(sq_norms), 1.0)
+    B, phi_t = products[:, :-1] / scales[:, None], products[:, -1] / scales
+    residual = np.maximum((sq_norms > 0) - np.einsum("ij,ij->i", B, B), 0.0)
+    for _ in range(COMPRESS_PASSES - 1):
         if residual.max() <= EXACT_RESIDUAL or B.shape[1] >= cap:
             break
-        k = min(COMPRESS_BLOCK, cap - B.shape[1])
-        if phi_t is None:
-            pick = np.flatnonzero(usable)
-            pick = pick[np.linspace(0, pick.size - 1, min(k, pick.size)).astype(np.intp)]
-        else:
-            pick = np.argsort(-residual, kind="stable")[:k]
+        pick = np.argsort(-residual, kind="stable")[: min(COMPRESS_BLOCK, cap - B.shape[1])]
         Y = basis.columns(pick) / scales[pick]
         for _ in range(2):
             Y -= U @ (U.T @ Y)
         U_block, _ = np.linalg.qr(Y)
-        if phi_t is None:
-            products = basis.transpose_dot(np.column_stack([U_block, t])) / scales[:, None]
-            B_block, phi_t = products[:, :-1], products[:, -1]
-        else:
-            B_block = basis.transpose_dot(U_block) / scales[:, None]
+        B_block = basis.transpose_dot(U_block) / scales[:, None]
         U = np.column_stack([U, U_block])
         B = np.column_stack([B, B_block])
         residual = np.maximum(residual - np.einsum("ij,ij->i", B_block, B_block), 0.0)
-    if phi_t is None:
-        phi_t = basis.transpose_dot(t) / scales
-    return B, U, float(residual.max()), phi_t
+    return B, U, float(residual.max()), phi_t, sq_norms
 
 
 class _Workspace:
@@ -522,12 +518,11 @@ def fit(
     floor = noise_var_floor(t)
     beta = 1.0 / (noise_var if noise_fixed else initial_noise_var(t, START_NOISE))
 
-    sq_norms = basis.sq_norms()
+    B, U, leftover, phi_t, sq_norms = _compress(basis, t)
     usable = sq_norms > 0
     if not usable.any():
         raise ValueError("expected a design matrix with a nonzero column, got all zeros")
     scales = np.where(usable, np.sqrt(sq_norms), 1.0)
-    B, U, leftover, phi_t = _compress(basis, scales, usable, t)
     unit = usable.astype(np.float64)
     exact_cache = _CrossCache(basis, scales, min(PREFETCH, n_basis))
     approximate = B.shape[1] > 0 and leftover > EXACT_RESIDUAL
