@@ -141,7 +141,6 @@ PROTOCOLS = {
         gamma_factors=tuple(2.0**k for k in range(-8, 4)),
         svm_C=(1.0, 10.0, 100.0, 1000.0),
         svm_epsilon=(0.01, 0.1, 0.3),
-        rvm_max_iter=2000,
     ),
     "quick": Protocol(
         name="quick",
@@ -149,7 +148,6 @@ PROTOCOLS = {
         svm_C=(1.0, 10.0, 100.0),
         svm_epsilon=(0.1, 0.3),
         usps_train=300,
-        rvm_max_iter=500,
     ),
 }
 

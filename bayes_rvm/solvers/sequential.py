@@ -487,7 +487,8 @@ def fit(
 
     ``tol`` is in nats here: the fit has converged when no single action would raise the
     log evidence by more than ``tol`` and (noise learned) the noise update at that point
-    raised it by less than ``tol``. ``max_iter`` counts add / re-estimate / delete steps.
+    raised it by less than ``tol``. ``max_iter`` counts add / re-estimate / delete steps
+    and noise updates.
 
     Notes
     -----
@@ -582,6 +583,9 @@ def fit(
                     continue
                 if not noise_stale:
                     return True
+                if steps == max_iter:
+                    return False
+                steps += 1  # a noise update counts as an iteration
                 # the alpha steps have converged at this noise: now (only now) update it
                 ws.refresh(_noise_update(ws, prior, floor))
                 unresolved[:] = False
@@ -603,8 +607,12 @@ def fit(
                 unresolved[j] = True
                 continue
             best, alpha_j = _exact_gain(alpha_full[j], s, q)
-            if not best > tol:  # the running S_j, Q_j had drifted: correct them, look again
+            if not best > tol:
+                # the running S_j, Q_j had drifted: correct them and look elsewhere (the
+                # round trip through S, Q can lose digits, so do not look here again
+                # before the next step)
                 ws.set_exact(j, p, s, q)
+                unresolved[j] = True
                 continue
             if best <= ws.resolution() * (1.0 + best):
                 unresolved[j] = True  # rounding at this conditioning: not a step, for now
