@@ -139,19 +139,19 @@ def check_class_labels(y) -> tuple[np.ndarray, np.ndarray]:
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"expected class labels with 1 dimension, got shape {y.shape}")
-    objects = y.dtype == object
-    if objects:
+    kinds = {"str"}
+    if y.dtype == object:
         kinds = {_label_kind(value) for value in y.tolist()}
         if len(kinds) > 1:
             raise ValueError(
                 f"class labels must all be of one type; got a mix of {', '.join(sorted(kinds))}"
             )
         if kinds <= {"bool", "number"}:
+            # Python / NumPy numbers become a numeric array; Fraction, Decimal stay objects
             y = np.array(y.tolist())
-            objects = False
-        elif kinds == {"str"}:
-            objects = False
-    if not objects:  # scikit-learn's check: rejects continuous targets, NaN, 2-D labels
+    if y.dtype != object or kinds == {"str"}:
+        # scikit-learn's check: rejects continuous targets and NaN (it cannot classify
+        # other objects, which are taken as labels as they are)
         check_classification_targets(y)
     try:
         classes, codes = np.unique(y, return_inverse=True)

@@ -116,8 +116,8 @@ class _BaseRVM(BaseEstimator):
             X,
             self.kernel_,
             centres=self.relevance_vectors_,
-            bias=self.bias,
-            extra=self.extra_columns or (),
+            bias=self._bias_,
+            extra=self._extra_,
         )
         return basis.columns(self._active_local_)
 
@@ -136,6 +136,9 @@ class _BaseRVM(BaseEstimator):
         extra_cols = ~kernel_cols & ~bias_cols
         self.result_ = result
         self.n_train_ = n_train
+        # the basis as fitted: set_params after the fit must not change predictions
+        self._bias_ = bool(self.bias)
+        self._extra_ = ExtraColumns(self.extra_columns or ())
         self.relevance_indices_ = active[kernel_cols]
         self.relevance_vectors_ = X[self.relevance_indices_]
         self.intercept_active_ = bool(bias_cols.any())

@@ -381,7 +381,13 @@ def _estimator_design(estimator, X, basis: str):
     """Training design matrix over the chosen columns, their names, and ``X_new -> rows``."""
     from sklearn.utils.validation import check_is_fitted, validate_data
 
-    check_is_fitted(estimator, "result_")
+    check_is_fitted(estimator)
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None and len(classes) != 2:
+        raise ValueError(
+            f"full Bayes is implemented for binary classification; the estimator has "
+            f"{len(classes)} classes"
+        )
     X = validate_data(estimator, X, reset=False, dtype=np.float64)
     result = estimator.result_
     full, _ = estimator._build_basis(X)
@@ -410,11 +416,6 @@ def _targets(estimator, y, n: int) -> np.ndarray:
     if classes is None:
         return check_target(y, n, "y")
     y = np.asarray(y)
-    if len(classes) != 2:
-        raise ValueError(
-            f"full Bayes is implemented for binary classification; the estimator has "
-            f"{len(classes)} classes"
-        )
     if y.shape != (n,) or not np.all(np.isin(y, classes)):
         raise ValueError(f"expected y of length {n} with labels in {list(classes)}")
     return (y == classes[1]).astype(np.float64)
