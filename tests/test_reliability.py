@@ -33,6 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 import bayes_rvm as br
 from bayes_rvm import RVC, RVR, _linalg, fit_type2
 from bayes_rvm.kernels import RBF
+from bayes_rvm.solvers import EmptyModelWarning
 
 RVR_SOLVERS = ("mackay", "em", "sequential")
 RVC_SOLVERS = ("mackay", "em")
@@ -371,7 +372,7 @@ def test_rvr_constant_target_is_the_bias(solver):
 
 @pytest.mark.parametrize("solver", RVR_SOLVERS)
 def test_rvr_zero_target_prunes_everything(solver):
-    with pytest.warns(UserWarning, match="every basis function was pruned"):
+    with pytest.warns(EmptyModelWarning, match="every basis function was pruned"):
         model = _fit(RVR, solver, X_REG, np.zeros(25))
     mean, std = _usable_regressor(model, X_TEST_REG)
     np.testing.assert_array_equal(mean, 0.0)
@@ -550,7 +551,7 @@ def test_rvc_multiclass_labels(coded_fit, labels):
 @pytest.mark.parametrize("solver", RVC_SOLVERS)
 def test_rvc_two_samples_is_the_empty_model(solver):
     """Two points, one per class: no basis function has evidence; probability 1/2."""
-    with pytest.warns(UserWarning, match="every basis function was pruned"):
+    with pytest.warns(EmptyModelWarning, match="every basis function was pruned"):
         model = _fit(RVC, solver, X_CLS[:2], [0, 1])
     proba = _usable_classifier(model, X_TEST_CLS)
     np.testing.assert_array_equal(proba, 0.5)
@@ -584,7 +585,7 @@ def test_rvc_input_scale_invariance(solver, scale):
 def test_rvc_gamma_near_zero(solver):
     """All kernel columns alike (constant): only a bias could act, and with 14 / 30 labels
     of class 1 the evidence keeps none: the empty model, probability 1/2 everywhere."""
-    with pytest.warns(UserWarning, match="every basis function was pruned"):
+    with pytest.warns(EmptyModelWarning, match="every basis function was pruned"):
         model = _fit(RVC, solver, X_CLS, Y_CLS, gamma=1e-12)
     np.testing.assert_array_equal(_usable_classifier(model, X_TEST_CLS), 0.5)
 
@@ -615,7 +616,7 @@ def test_rvc_max_iter_reached_warns_and_is_usable(solver):
 
 
 def test_rvc_multinomial_empty_model_predicts_one_over_k():
-    with pytest.warns(UserWarning, match="every basis function was pruned"):
+    with pytest.warns(EmptyModelWarning, match="every basis function was pruned"):
         model = RVC(multi_class="multinomial").fit(X_CLS[:3], ["a", "b", "c"])
     np.testing.assert_allclose(_usable_classifier(model, X_TEST_CLS), 1.0 / 3.0, rtol=1e-12)
 
