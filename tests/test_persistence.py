@@ -38,7 +38,7 @@ def _log1p_abs(X):
 #: name -> (estimator, X, y, prediction methods)
 VARIANTS = {
     "rvr_mackay": (RVR(), X_REG, Y_REG),
-    "rvr_em": (RVR(solver="em", tol=1e-3), X_REG, Y_REG),
+    "rvr_em": (RVR(solver="em", tol=1e-2), X_REG, Y_REG),
     "rvr_sequential": (RVR(solver="sequential"), X_REG, Y_REG),
     "rvr_optimize_scales": (RVR(optimize_scales=True), X_REG, Y_REG),
     "rvr_extra_columns": (

@@ -34,7 +34,7 @@ from bayes_rvm.solvers import EmptyModelWarning
 SETTINGS = settings(max_examples=20, deadline=None, derandomize=True, database=None)
 
 #: EM iterations where a capped run is enough (see the module notes)
-EM_CAP = 300
+EM_CAP = 100
 
 
 def _quietly(function, *args, **kwargs):
