@@ -11,11 +11,14 @@ import numbers
 
 import numpy as np
 import scipy.sparse
+from sklearn.utils.multiclass import check_classification_targets
 
 __all__ = [
+    "check_class_labels",
     "check_design",
     "check_noise_var",
     "check_nonnegative",
+    "check_open_unit",
     "check_positive_int",
     "check_target",
 ]
@@ -36,12 +39,16 @@ def _as_float_array(value, name: str) -> np.ndarray:
     return array.astype(np.float64, copy=False)
 
 
-def check_design(Phi, name: str = "Phi") -> np.ndarray:
-    """A finite float64 matrix with at least one row and one column."""
+def check_design(Phi, name: str = "Phi", *, min_rows: int = 1) -> np.ndarray:
+    """A finite float64 matrix with at least ``min_rows`` rows and one column.
+
+    ``min_rows=0`` admits an empty set of rows (the kernel centres of a model whose
+    kernel columns were all pruned).
+    """
     Phi = _as_float_array(Phi, name)
     if Phi.ndim != 2:
         raise ValueError(f"expected {name} with 2 dimensions, got {Phi.ndim}")
-    if Phi.shape[0] == 0 or Phi.shape[1] == 0:
+    if Phi.shape[0] < min_rows or Phi.shape[1] == 0:
         raise ValueError(f"expected a non-empty {name}, got shape {Phi.shape}")
     if not np.all(np.isfinite(Phi)):
         raise ValueError(f"{name} contains NaN or infinite values")
@@ -84,9 +91,73 @@ def check_noise_var(noise_var) -> float | None:
     return noise_var
 
 
-def check_positive_int(value, name: str) -> int:
+def check_positive_int(value, name: str, minimum: int = 1) -> int:
+    """An integer >= ``minimum`` (1 by default; 0 for counts that may be zero)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
+
+
+def check_open_unit(value, name: str) -> float:
+    """A real number strictly between 0 and 1 (a probability target such as target_accept)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number in (0, 1), got {type(value).__name__}")
+    if not 0.0 < float(value) < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {value}")
+    return float(value)
+
+
+def _label_kind(value) -> str:
+    if isinstance(value, bool | np.bool_):
+        return "bool"
+    if isinstance(value, numbers.Real):
+        return "number"
+    if isinstance(value, str):
+        return "str"
+    return type(value).__name__
+
+
+def check_class_labels(y) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted classes of a 1-D label vector and each label's class index.
+
+    Labels may be of any one type: integers, integral floats, booleans, strings, or other
+    objects that can be sorted (``classes_`` is sorted, as in scikit-learn). An object
+    array (a pandas column, a list of Python values) of numbers or booleans is treated as
+    the numeric array it stands for. Raises ``ValueError`` for continuous (non-integral
+    float) targets and for labels that mix types (strings and numbers, ``None`` and
+    strings), ``TypeError`` for objects that cannot be ordered.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> classes, codes = check_class_labels(np.array([2, 1, 2], dtype=object))
+    >>> classes, codes.tolist()
+    (array([1, 2]), [1, 0, 1])
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"expected class labels with 1 dimension, got shape {y.shape}")
+    kinds = {"str"}
+    if y.dtype == object:
+        kinds = {_label_kind(value) for value in y.tolist()}
+        if len(kinds) > 1:
+            raise ValueError(
+                f"class labels must all be of one type; got a mix of {', '.join(sorted(kinds))}"
+            )
+        if kinds <= {"bool", "number"}:
+            # Python / NumPy numbers become a numeric array; Fraction, Decimal stay objects
+            y = np.array(y.tolist())
+    if y.dtype != object or kinds == {"str"}:
+        # scikit-learn's check: rejects continuous targets and NaN (it cannot classify
+        # other objects, which are taken as labels as they are)
+        check_classification_targets(y)
+    try:
+        classes, codes = np.unique(y, return_inverse=True)
+    except TypeError as err:
+        raise TypeError(
+            f"class labels must be comparable with each other to be sorted into classes_; "
+            f"got labels of type {type(y[0]).__name__}: {err}"
+        ) from err
+    return classes, codes.reshape(-1)

@@ -154,7 +154,8 @@ class KernelBasis(Basis):
         Inputs at which the basis functions are evaluated.
     kernel : Kernel or callable
     centres : array of shape (n_centres, n_features), optional
-        Kernel centres; the training inputs by default (the RVM).
+        Kernel centres; the training inputs by default (the RVM). May be empty
+        (``n_centres = 0``): then only the bias and the extra columns remain.
     bias : bool
         Append a constant column.
     extra : ExtraColumns or sequence, optional
@@ -169,7 +170,7 @@ class KernelBasis(Basis):
         extra: ExtraColumns | Sequence = (),
     ):
         self.X = check_design(X, "X")
-        self.centres = self.X if centres is None else check_design(centres, "centres")
+        self.centres = self.X if centres is None else check_design(centres, "centres", min_rows=0)
         self.kernel = kernel
         self.bias = bool(bias)
         self.extra = extra if isinstance(extra, ExtraColumns) else ExtraColumns(extra)

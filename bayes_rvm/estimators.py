@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from bayes_rvm._validation import check_class_labels, check_target
 from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis
 from bayes_rvm.kernels import get_kernel
 from bayes_rvm.laplace import log_class_proba
@@ -22,6 +22,22 @@ __all__ = ["RVC", "RVR"]
 
 class _BaseRVM(BaseEstimator):
     """Shared plumbing: kernel and basis from the constructor options, fitted attributes."""
+
+    def _fit_atomic(self, X, y):
+        """Fit a fresh copy (:func:`sklearn.base.clone`), then take over its fitted attributes.
+
+        The subclass's ``_fit(X, y)`` validates and fits, setting the fitted attributes
+        on the copy. A fit that raises (bad data, a failing solver) leaves ``self`` as it was: a
+        previous fit stays intact and predicts as before. A fit that succeeds replaces
+        every fitted attribute, so none of an earlier fit survives (``estimators_`` of a
+        one-vs-rest fit, ``scales_fit_``, ``feature_names_in_``).
+        """
+        fitted = clone(self)
+        fitted._fit(X, y)
+        for name in [name for name in vars(self) if name.endswith("_")]:
+            delattr(self, name)
+        vars(self).update({k: v for k, v in vars(fitted).items() if k.endswith("_")})
+        return self
 
     def _resolve_gamma(self, X: np.ndarray):
         gamma = self.gamma
@@ -95,10 +111,15 @@ class _BaseRVM(BaseEstimator):
             if self.intercept_active_:
                 columns.append(np.ones((X.shape[0], 1)))
             return np.column_stack(columns)
+        # kernel columns centred on the relevance vectors (possibly none), bias, extras
         basis = KernelBasis(
-            self.relevance_vectors_, self.kernel_, bias=self.bias, extra=self.extra_columns or ()
+            X,
+            self.kernel_,
+            centres=self.relevance_vectors_,
+            bias=self._bias_,
+            extra=self._extra_,
         )
-        return basis.evaluate(X, self._active_local_)
+        return basis.columns(self._active_local_)
 
     def _extra_names(self, X: np.ndarray) -> list[str]:
         """Names of the extra columns (Sec. 4.3), in their order in the design matrix."""
@@ -115,6 +136,9 @@ class _BaseRVM(BaseEstimator):
         extra_cols = ~kernel_cols & ~bias_cols
         self.result_ = result
         self.n_train_ = n_train
+        # the basis as fitted: set_params after the fit must not change predictions
+        self._bias_ = bool(self.bias)
+        self._extra_ = ExtraColumns(self.extra_columns or ())
         self.relevance_indices_ = active[kernel_cols]
         self.relevance_vectors_ = X[self.relevance_indices_]
         self.intercept_active_ = bool(bias_cols.any())
@@ -297,14 +321,45 @@ or callable, default="rbf"
         self.verbose = verbose
 
     def fit(self, X, y):
-        """Fit the hyperparameters by type-II maximum likelihood; returns ``self``."""
+        """Fit the hyperparameters by type-II maximum likelihood; returns ``self``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (with ``kernel="precomputed"``, the square Gram matrix).
+            Dense only: a scipy sparse matrix raises ``TypeError`` (the kernel columns
+            are dense whatever ``X`` is, so converting would hide an ``N x N`` dense
+            cost; pass ``X.toarray()`` deliberately). Any real dtype is accepted and
+            computed in float64 (float32 inputs are upcast; predictions are float64).
+        y : array-like of shape (n_samples,)
+            Real targets.
+
+        Raises
+        ------
+        ValueError
+            NaN or infinite values, fewer than 2 samples, inconsistent lengths, or an
+            invalid option. A fit that raises leaves a previous fit intact.
+        TypeError
+            Sparse ``X``, or non-numeric ``X`` or ``y``.
+
+        Warns
+        -----
+        ConvergenceWarning
+            When ``max_iter`` is reached; the estimator holds the last iterate.
+        UserWarning
+            When every basis function is pruned (e.g. a target that is 0 everywhere):
+            the model then predicts 0 with the learned noise as its standard deviation.
+        """
+        return self._fit_atomic(X, y)
+
+    def _fit(self, X, y) -> None:
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        y = check_target(y, X.shape[0], "y")
         self._check_n_samples(X)
         result, kernel = self._fit_type2(X, y, "gaussian")
         self.kernel_ = kernel
         self._store(result, X)
         self.noise_var_ = result.noise_var
-        return self
 
     def predict(self, X, return_std: bool = False):
         """Predictive mean, and with ``return_std`` the predictive standard deviation.
@@ -464,18 +519,41 @@ or callable, default="rbf"
     def fit(self, X, y):
         """Fit the hyperparameters by type-II maximum likelihood; returns ``self``.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs, dense (sparse matrices raise ``TypeError``; see
+            :meth:`RVR.fit`), computed in float64.
+        y : array-like of shape (n_samples,)
+            Class labels of any one type: integers, integral floats, booleans, strings,
+            or other sortable objects (an object array of numbers counts as numbers).
+
         Raises
         ------
         ValueError
-            If ``y`` holds a single class, or ``multi_class`` is not a valid name.
+            If ``y`` holds a single class, continuous values or labels of mixed types,
+            ``X`` or ``y`` holds NaN or infinite values, or ``multi_class`` is not a valid
+            name. A fit that raises leaves a previous fit intact.
+        TypeError
+            Sparse or non-numeric ``X``, or labels that cannot be sorted.
+
+        Warns
+        -----
+        ConvergenceWarning
+            When ``max_iter`` is reached; the estimator holds the last iterate.
+        UserWarning
+            When every basis function is pruned: the model then predicts probability
+            1/K for every class (ties go to the first class of ``classes_``).
         """
+        return self._fit_atomic(X, y)
+
+    def _fit(self, X, y) -> None:
         X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
+        self.classes_, codes = check_class_labels(y)
         if not (isinstance(self.multi_class, str) and self.multi_class in MULTI_CLASS):
             valid = ", ".join(repr(k) for k in MULTI_CLASS)
             raise ValueError(f"multi_class must be one of {valid}; got {self.multi_class!r}")
         self._check_n_samples(X)
-        self.classes_, codes = np.unique(y, return_inverse=True)
         n_classes = self.classes_.size
         if n_classes < 2:
             raise ValueError(
@@ -494,13 +572,12 @@ or callable, default="rbf"
             self.n_relevance_ = sum(e.n_relevance_ for e in self.estimators_)
             self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
             self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
-            return self
+            return
         likelihood = "bernoulli" if n_classes == 2 else "categorical"
         result, kernel = self._fit_type2(X, codes, likelihood)
         self.kernel_ = kernel
         self._store(result, X)
         self.n_relevance_ = int(self.relevance_indices_.size)
-        return self
 
     def _latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latent mean and variance at validated inputs (binary / multinomial fits)."""

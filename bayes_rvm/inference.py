@@ -33,7 +33,12 @@ import xarray as xr
 from scipy.special import log_expit, logsumexp
 
 from bayes_rvm import _linalg
-from bayes_rvm._validation import check_design, check_positive_int, check_target
+from bayes_rvm._validation import (
+    check_design,
+    check_open_unit,
+    check_positive_int,
+    check_target,
+)
 from bayes_rvm.basis import KernelBasis
 from bayes_rvm.posterior import gaussian_posterior
 from bayes_rvm.pymc_model import _lookup, build_model, model_spec
@@ -263,6 +268,10 @@ def sample(
     ------
     ImportError
         When the requested sampler is not installed.
+    ValueError, TypeError
+        For invalid options (``draws``, ``chains``, ``cores`` < 1, ``tune`` < 0,
+        ``target_accept`` outside (0, 1), an unknown sampler, ``Phi_new`` of the wrong
+        width), before any sampling.
     """
     spec = model_spec(model)
     module = _lookup(NUTS_SAMPLERS, nuts_sampler, "nuts_sampler")
@@ -274,15 +283,18 @@ def sample(
         )
     Phi, t = _training_data(model)
     Phi_new = _new_design(spec, Phi.shape[1], X_new, Phi_new)
+    options = {
+        "draws": check_positive_int(draws, "draws"),
+        "tune": check_positive_int(tune, "tune", minimum=0),
+        "chains": check_positive_int(chains, "chains"),
+        "cores": check_positive_int(cores, "cores"),
+        "target_accept": check_open_unit(target_accept, "target_accept"),
+    }
     start = time.perf_counter()
     tree = pm.sample(
-        draws=check_positive_int(draws, "draws"),
-        tune=tune,
-        chains=check_positive_int(chains, "chains"),
-        cores=cores,
+        **options,
         random_seed=random_seed,
         nuts_sampler=nuts_sampler,
-        target_accept=target_accept,
         progressbar=progressbar,
         model=model,
         **sample_kwargs,
@@ -328,21 +340,28 @@ def fit_vi(
         The layout of the module notes; ``sample_stats["loss"]`` (dim ``iteration``) is the
         negative ELBO after every step. For the collapsed model the approximation covers
         ``(alpha, beta)`` and ``w`` is drawn exactly given each draw.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For invalid options (``n`` or ``draws`` < 1, an unknown method, ``Phi_new`` of
+        the wrong width), before the optimisation starts.
     """
     spec = model_spec(model)
     method = _lookup(VI_METHODS, method, "VI method")
     Phi, t = _training_data(model)
     Phi_new = _new_design(spec, Phi.shape[1], X_new, Phi_new)
+    n, draws = check_positive_int(n, "n"), check_positive_int(draws, "draws")
     start = time.perf_counter()
     approx = pm.fit(
-        n=check_positive_int(n, "n"),
+        n=n,
         method=method,
         model=model,
         random_seed=random_seed,
         progressbar=progressbar,
         **fit_kwargs,
     )
-    tree = approx.sample(check_positive_int(draws, "draws"), random_seed=random_seed)
+    tree = approx.sample(draws, random_seed=random_seed)
     tree.attrs["wall_time"] = time.perf_counter() - start
     loss = np.asarray(approx.hist, dtype=np.float64)
     _set_group(
@@ -362,7 +381,13 @@ def _estimator_design(estimator, X, basis: str):
     """Training design matrix over the chosen columns, their names, and ``X_new -> rows``."""
     from sklearn.utils.validation import check_is_fitted, validate_data
 
-    check_is_fitted(estimator, "result_")
+    check_is_fitted(estimator)
+    classes = getattr(estimator, "classes_", None)
+    if classes is not None and len(classes) != 2:
+        raise ValueError(
+            f"full Bayes is implemented for binary classification; the estimator has "
+            f"{len(classes)} classes"
+        )
     X = validate_data(estimator, X, reset=False, dtype=np.float64)
     result = estimator.result_
     full, _ = estimator._build_basis(X)
@@ -391,11 +416,6 @@ def _targets(estimator, y, n: int) -> np.ndarray:
     if classes is None:
         return check_target(y, n, "y")
     y = np.asarray(y)
-    if len(classes) != 2:
-        raise ValueError(
-            f"full Bayes is implemented for binary classification; the estimator has "
-            f"{len(classes)} classes"
-        )
     if y.shape != (n,) or not np.all(np.isin(y, classes)):
         raise ValueError(f"expected y of length {n} with labels in {list(classes)}")
     return (y == classes[1]).astype(np.float64)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy.special import expit
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayes_rvm import RVC, RVR, fit_type2
 from bayes_rvm.kernels import RBF
@@ -207,13 +206,6 @@ def test_predicted_probabilities_are_calibrated():
         # sampling error of the test labels plus the estimation error of a 300-point fit
         assert abs(observed - predicted) < 4 * se + 0.05, (b, predicted, observed)
     assert np.mean(np.abs(p - p_true)) < 0.08
-
-
-@pytest.mark.slow
-@parametrize_with_checks([RVC()])
-def test_check_estimator_default_rvc(estimator, check):
-    """scikit-learn's estimator checks on the default RVC (about 30 s in all: slow tier)."""
-    check(estimator)
 
 
 def test_everything_pruned_predicts_one_half():

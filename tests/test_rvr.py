@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayes_rvm import RVR
 from bayes_rvm.kernels import RBF
-
-
-@parametrize_with_checks([RVR()])
-def test_sklearn_contract(estimator, check):
-    check(estimator)
 
 
 @pytest.fixture(scope="module")

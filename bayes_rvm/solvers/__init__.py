@@ -20,13 +20,14 @@ from bayes_rvm._validation import (
 from bayes_rvm.basis import Basis, as_basis
 from bayes_rvm.laplace import Bernoulli, Categorical
 from bayes_rvm.solvers import em, mackay, sequential
-from bayes_rvm.solvers._base import Prior, Type2Result
+from bayes_rvm.solvers._base import EmptyModelWarning, Prior, Type2Result, warn_empty_model
 from bayes_rvm.solvers.scales import ScalesFit, fit_type2_scales
 
 __all__ = [
     "CLASSIFICATION_SOLVERS",
     "LIKELIHOODS",
     "SOLVERS",
+    "EmptyModelWarning",
     "Prior",
     "ScalesFit",
     "Type2Result",
@@ -133,6 +134,8 @@ def fit_type2(
     -----
     ConvergenceWarning
         When ``max_iter`` is reached; the returned fit is the last iterate.
+    EmptyModelWarning
+        (a ``UserWarning``) When every basis function was pruned: the empty model.
 
     Examples
     --------
@@ -187,11 +190,5 @@ def fit_type2(
             stacklevel=2,
         )
     if result.active.size == 0:
-        warnings.warn(
-            "every basis function was pruned: the data carry no evidence for any weight, and "
-            "the fit predicts 0 (with the learned noise in regression, probability 1/K in "
-            "classification)",
-            UserWarning,
-            stacklevel=2,
-        )
+        warn_empty_model(stacklevel=2)
     return result

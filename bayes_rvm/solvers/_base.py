@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,7 +12,30 @@ from bayes_rvm._validation import check_nonnegative
 from bayes_rvm.laplace import latent_variance
 from bayes_rvm.posterior import predictive
 
-__all__ = ["Prior", "Type2Result", "initial_alpha", "initial_noise_var", "noise_var_floor"]
+__all__ = [
+    "EmptyModelWarning",
+    "Prior",
+    "Type2Result",
+    "initial_alpha",
+    "initial_noise_var",
+    "noise_var_floor",
+    "warn_empty_model",
+]
+
+
+class EmptyModelWarning(UserWarning):
+    """Every basis function was pruned: the fit is the empty model."""
+
+
+def warn_empty_model(stacklevel: int = 2) -> None:
+    """Say that the returned fit is the empty model and what it predicts."""
+    warnings.warn(
+        "every basis function was pruned: the data carry no evidence for any weight, and "
+        "the fit predicts 0 (with the learned noise in regression, probability 1/K in "
+        "classification)",
+        EmptyModelWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 @dataclass(frozen=True)

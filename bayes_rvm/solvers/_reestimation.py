@@ -120,8 +120,16 @@ class State:
         result[mask] = shared_alpha_gain(s[mask], q[mask] ** 2) <= 0.0
         return result
 
-    def gradient(self, prior: Prior, n: int, noise_learned: bool) -> float:
-        """Largest absolute gradient of the objective w.r.t. ``log alpha_i`` and ``log beta``."""
+    def gradient(
+        self, prior: Prior, n: int, noise_learned: bool, beta_max: float = np.inf
+    ) -> float:
+        """Largest absolute gradient of the objective w.r.t. ``log alpha_i`` and ``log beta``.
+
+        ``beta_max`` is the bound the solver keeps ``beta`` below (the noise floor,
+        :func:`~bayes_rvm.solvers._base.noise_var_floor`): at the bound, a derivative that
+        points past it is the Karush-Kuhn-Tucker condition of the bounded problem, not a
+        lack of convergence, and is left out.
+        """
         # Tipping (2001) eq. 42 (Bishop 2006, eq. 7.115 in classification; K weights
         # sharing alpha_i: K in place of 1 and sums over the K weights)
         g_alpha = 0.5 * (self.n_outputs - self.alpha * (self.weight_sq + self.variance_sum))
@@ -130,7 +138,9 @@ class State:
         if noise_learned:
             # Tipping (2001) eq. 45, times beta: d L / d log beta
             g_beta = 0.5 * (n - self.beta * self.rss - float(np.sum(self.gamma)))
-            largest = max(largest, abs(g_beta + prior.c - prior.d * self.beta))
+            g_beta += prior.c - prior.d * self.beta
+            if not (self.beta >= beta_max and g_beta > 0):
+                largest = max(largest, abs(g_beta))
         return largest
 
 
@@ -301,7 +311,9 @@ def reestimate(
 
     Converged when no column is pruned and every partial derivative of the objective
     with respect to ``log alpha_i`` (eq. 42) and ``log beta`` (eq. 45) is below ``tol`` in
-    absolute value. The gradient, unlike the step size, also becomes small for an
+    absolute value; a noise variance held at its floor (targets fitted to rounding, e.g.
+    a constant target with the bias) counts as converged in ``beta`` when the evidence
+    still asks for less noise. The gradient, unlike the step size, also becomes small for an
     ``alpha_i`` that drifts slowly to infinity (its derivative is about
     ``(s_i - q_i^2) / (2 alpha_i)``). With the improper default prior, such columns
     (``q_i^2 <= s_i``) are then deleted: for each, ``alpha_i = inf`` maximises the objective
@@ -314,9 +326,10 @@ def reestimate(
         learn_noise = noise_var is None
         beta = 1.0 / (initial_noise_var(t) if noise_var is None else noise_var)
         floor = noise_var_floor(t)
+        beta_max = 1.0 / floor
     else:
         step = LaplaceStep(Phi, link, prior)
-        learn_noise, beta = False, None
+        learn_noise, beta, beta_max = False, None, np.inf
     active = np.arange(n_basis)
     alpha = step.initial_alpha()
     improper = prior.a == 0 and prior.b == 0
@@ -326,7 +339,7 @@ def reestimate(
     state = step.state(active, alpha, beta, None)
     for iteration in range(1, max_iter + 1):
         path.append(state.log_evidence)
-        gradient = state.gradient(prior, n, learn_noise)
+        gradient = state.gradient(prior, n, learn_noise, beta_max)
         if verbose and (iteration % 50 == 0 or iteration == 1):
             print(
                 f"[{rules.name}] iter {iteration}: M={active.size} "

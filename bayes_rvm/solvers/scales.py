@@ -43,7 +43,7 @@ from bayes_rvm.basis import ExtraColumns, KernelBasis
 from bayes_rvm.evidence import log_evidence_gaussian
 from bayes_rvm.kernels import RBF, get_kernel
 from bayes_rvm.posterior import gaussian_posterior
-from bayes_rvm.solvers._base import Type2Result, _frozen
+from bayes_rvm.solvers._base import EmptyModelWarning, Type2Result, _frozen, warn_empty_model
 
 __all__ = [
     "ScalesFit",
@@ -344,6 +344,9 @@ def fit_type2_scales(
         When ``max_outer`` eta steps did not meet the stopping rule, or when the solver did
         not converge at the returned scales (its warnings at intermediate scales, whose
         fits serve only as steps, are not repeated).
+    EmptyModelWarning
+        When every basis function is pruned at the returned scales (not for the
+        intermediate fits).
 
     Notes
     -----
@@ -417,6 +420,7 @@ def fit_type2_scales(
         with warnings.catch_warnings():
             # Reported once below, for the fit that is returned.
             warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", EmptyModelWarning)
             result = fit_type2(
                 basis,
                 t,
@@ -547,6 +551,8 @@ def fit_type2_scales(
             ConvergenceWarning,
             stacklevel=2,
         )
+    if fit.active.size == 0:
+        warn_empty_model(stacklevel=2)
     _, gradient = evaluate(log_eta, fit)
     return ScalesFit(
         result=fit,

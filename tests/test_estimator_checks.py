@@ -1,0 +1,93 @@
+"""scikit-learn's estimator checks for RVR and RVC under every solver and kernel.
+
+One parametrised place for ``parametrize_with_checks``. The fast tier checks one
+combination per estimator (the default RVR; the cheapest RVC); the slow tier checks the
+cross product of solvers ("mackay", "em", "sequential" for RVR; "mackay", "em" for RVC)
+and every kernel of :data:`bayes_rvm.kernels.KERNELS`.
+
+The checks test the estimator contract (cloning, validation, fitted attributes, dtypes,
+idempotence, pickling, predictions of the right shape and accuracy), not how tightly the
+evidence is maximised. Where the default ``tol=1e-6`` makes the suite too slow to run in
+CI, the instances use a looser ``tol`` (the contract does not depend on it):
+
+- EM converges linearly (Tipping 2001, App. A.3): on the checks' data sets it needs
+  10^4-10^5 iterations to reach ``tol=1e-6`` (one regression suite took several minutes);
+  ``tol=1e-2`` brings RVR under ~5 s per kernel.
+- MacKay's updates for classification take thousands of Laplace steps on the separable
+  blobs of ``check_classifiers_classes``; ``tol=1e-3`` gives ~10-15 s per kernel.
+- RVC with EM takes ~1 minute per kernel even at ``tol=1e-2`` (every EM step is a Laplace
+  fit over a still large basis on 300 points), so only the RBF kernel is checked with it.
+
+The default RVR() is checked at the default ``tol`` in the fast tier; the default RVC()
+(about 60 s at ``tol=1e-6``) is represented by its ``tol=1e-3`` instance.
+
+Known failure, a strict xfail: the sequential solver with the Laplacian kernel reaches
+``max_iter=100000`` in ``check_non_transformer_estimators_n_iter`` (a ConvergenceWarning,
+about 20 s); the sequential solver is being reworked.
+
+:class:`~bayes_rvm.solvers.EmptyModelWarning` is ignored on purpose: some checks fit
+noise or a handful of points, for which the empty model is the evidence's answer, and
+the warning says so (what the empty model predicts is tested in test_reliability.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from bayes_rvm import RVC, RVR
+from bayes_rvm.kernels import KERNELS
+
+#: tol per (estimator, solver) for the cross product (see the module notes)
+TOL = {
+    ("RVR", "mackay"): 1e-6,
+    ("RVR", "em"): 1e-2,
+    ("RVR", "sequential"): 1e-6,
+    ("RVC", "mackay"): 1e-3,
+    ("RVC", "em"): 1e-2,
+}
+
+#: (estimator, solver, kernel) combinations too slow for the slow tier (see the notes)
+NOT_CHECKED = {("RVC", "em", kernel) for kernel in KERNELS if kernel != "rbf"}
+
+
+def _cross_product():
+    estimators = []
+    for estimator, solvers in ((RVR, ("mackay", "em", "sequential")), (RVC, ("mackay", "em"))):
+        for solver in solvers:
+            for kernel in KERNELS:
+                name = estimator.__name__
+                if (name, solver, kernel) in NOT_CHECKED:
+                    continue
+                estimators.append(estimator(kernel=kernel, solver=solver, tol=TOL[name, solver]))
+    return estimators
+
+
+EMPTY_MODEL_EXPECTED = pytest.mark.filterwarnings("ignore::bayes_rvm.solvers.EmptyModelWarning")
+
+
+@EMPTY_MODEL_EXPECTED
+@parametrize_with_checks([RVR(), RVC(kernel="poly", tol=1e-3)])
+def test_estimator_checks_fast(estimator, check):
+    check(estimator)
+
+
+def _expected_failures(estimator) -> dict[str, str]:
+    """Checks that fail for a known reason (strict xfail: a fix makes them fail loudly)."""
+    if estimator.solver == "sequential" and estimator.kernel == "laplacian":
+        return {
+            "check_non_transformer_estimators_n_iter": (
+                "sequential solver with the Laplacian kernel on the iris-like data of this "
+                "check reaches max_iter=100000 without converging (ConvergenceWarning)"
+            )
+        }
+    return {}
+
+
+@pytest.mark.slow
+@EMPTY_MODEL_EXPECTED
+@parametrize_with_checks(
+    _cross_product(), expected_failed_checks=_expected_failures, xfail_strict=True
+)
+def test_estimator_checks_every_solver_and_kernel(estimator, check):
+    check(estimator)
