@@ -99,7 +99,10 @@ def test_permuting_the_training_data(solver, problem, data):
     mean_p, std_p = permuted.predict(X_TEST, return_std=True)
     scale = np.abs(t).max()
     np.testing.assert_allclose(mean_p, mean, rtol=1e-5, atol=1e-5 * scale)
-    np.testing.assert_allclose(std_p, std, rtol=1e-5)
+    # Sequential: single-alpha steps stop once no step gains 1e-6 nats, which fixes the
+    # flat directions (here the noise level of nearly noise-free targets) only to about
+    # sqrt(1e-6) relative; measured 1.8e-4 on the predictive sd.
+    np.testing.assert_allclose(std_p, std, rtol=1e-3 if solver == "sequential" else 1e-5)
 
 
 @pytest.mark.parametrize("solver", ["mackay", "sequential"])

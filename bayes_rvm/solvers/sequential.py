@@ -555,20 +555,30 @@ def fit(
         order = np.argsort(-inactive_gain, kind="stable")
         return order[inactive_gain[order] > 0]
 
-    # Start from the single column with the largest gain (Bishop 2006, Sec. 7.2.2 step 2).
-    gain = _candidate_gains(ws)
-    first = int(np.argmax(np.where(usable, gain, -np.inf)))
-    # Faul & Tipping (2002) eq. 17 (s = S, q = Q with no active column); with no column
-    # supported at the initial noise, any finite start (deleted next)
-    first_alpha = float(optimal_alpha(ws.S[first], ws.Q[first]))
-    do_add(first, first_alpha if np.isfinite(first_alpha) else ws.S[first], ranking(gain))
-    ws.refresh(beta)
-    log_ev = _log_evidence(ws, prior, noise_fixed)
-    path = [log_ev]
-    steps = 0
+    def start(beta: float) -> None:
+        """Empty the model and start from the single column with the largest gain at
+        noise precision ``beta`` (Bishop 2006, Sec. 7.2.2 step 2)."""
+        nonlocal log_ev, path
+        while ws.M:
+            do_delete(ws.M - 1)
+        ws.refresh(beta)
+        gain = _candidate_gains(ws)
+        first = int(np.argmax(np.where(usable, gain, -np.inf)))
+        # Faul & Tipping (2002) eq. 17 (s = S, q = Q with no active column); with no
+        # column supported at this noise, any finite start (deleted next)
+        first_alpha = float(optimal_alpha(ws.S[first], ws.Q[first]))
+        do_add(first, first_alpha if np.isfinite(first_alpha) else ws.S[first], ranking(gain))
+        ws.refresh(beta)
+        log_ev = _log_evidence(ws, prior, noise_fixed)
+        path = [log_ev]
 
-    def ascend() -> bool:
-        """Steps to convergence (True) or to ``max_iter`` (False) with the current cache."""
+    log_ev, path, steps = -np.inf, [], 0
+    start(beta)
+
+    def ascend(probe: bool) -> str:
+        """Steps to ``"converged"`` or ``"max_iter"`` with the current cache; with
+        ``probe``, ``"above"`` when the first noise update lowers the noise (the run
+        started above the noise optimum: restart lower)."""
         nonlocal log_ev, steps
         fresh = True  # S, Q exact: no rank-one update since the last refresh
         unresolved = np.zeros(n_basis, dtype=bool)  # gains below rounding since the last step
@@ -582,12 +592,22 @@ def fit(
                     fresh = True
                     continue
                 if not noise_stale:
-                    return True
+                    return "converged"
                 if steps == max_iter:
-                    return False
+                    return "max_iter"
                 steps += 1  # a noise update counts as an iteration
                 # the alpha steps have converged at this noise: now (only now) update it
-                ws.refresh(_noise_update(ws, prior, floor))
+                beta_new = _noise_update(ws, prior, floor)
+                if probe and beta_new > ws.beta and ws.beta < 1.0 / floor:
+                    if verbose:
+                        print(
+                            f"[sequential] started above the noise optimum (sd "
+                            f"{ws.beta**-0.5:.4g} -> {beta_new**-0.5:.4g}): restarting lower"
+                        )
+                    ws.beta = beta_new  # the estimate the restart starts below
+                    return "above"
+                probe = False
+                ws.refresh(beta_new)
                 unresolved[:] = False
                 new_log_ev = _log_evidence(ws, prior, noise_fixed)
                 noise_gain, log_ev = new_log_ev - log_ev, new_log_ev
@@ -618,7 +638,7 @@ def fit(
                 unresolved[j] = True  # rounding at this conditioning: not a step, for now
                 continue
             if steps == max_iter:
-                return False
+                return "max_iter"
             steps += 1
             fresh = False
             unresolved[:] = False
@@ -638,7 +658,15 @@ def fit(
                     f"best gain={best:.2e} noise sd={ws.beta**-0.5:.4g}"
                 )
 
-    converged = ascend()
+    # The schedule needs a start below the noise optimum. Noise-free or nearly noise-free
+    # targets put the optimum below START_NOISE var(t): the first noise update then lowers
+    # the noise, and the run restarts from one column at START_NOISE times that estimate.
+    # Only the final run's objective is recorded in the path.
+    status = ascend(probe=not noise_fixed)
+    while status == "above":
+        start(max(START_NOISE / ws.beta, floor) ** -1)
+        status = ascend(probe=True)
+    converged = status == "converged"
     if approximate:
         # From the projected basis to the true one: exact active columns and their
         # products (one pass), a refresh, and the remaining steps with exact products.
@@ -650,7 +678,7 @@ def fit(
         ws.refresh(ws.beta)
         log_ev = _log_evidence(ws, prior, noise_fixed)
         path.append(log_ev)
-        converged = ascend()
+        converged = ascend(probe=False) == "converged"
     if verbose:
         print(
             f"[sequential] {steps} steps, M={ws.M}, log evidence={log_ev:.6f}, compressed "
