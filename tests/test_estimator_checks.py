@@ -72,22 +72,8 @@ def test_estimator_checks_fast(estimator, check):
     check(estimator)
 
 
-def _expected_failures(estimator) -> dict[str, str]:
-    """Checks that fail for a known reason (strict xfail: a fix makes them fail loudly)."""
-    if estimator.solver == "sequential" and estimator.kernel == "laplacian":
-        return {
-            "check_non_transformer_estimators_n_iter": (
-                "sequential solver with the Laplacian kernel on the iris-like data of this "
-                "check reaches max_iter=100000 without converging (ConvergenceWarning)"
-            )
-        }
-    return {}
-
-
 @pytest.mark.slow
 @EMPTY_MODEL_EXPECTED
-@parametrize_with_checks(
-    _cross_product(), expected_failed_checks=_expected_failures, xfail_strict=True
-)
+@parametrize_with_checks(_cross_product())
 def test_estimator_checks_every_solver_and_kernel(estimator, check):
     check(estimator)
