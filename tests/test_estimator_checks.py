@@ -21,10 +21,6 @@ CI, the instances use a looser ``tol`` (the contract does not depend on it):
 The default RVR() is checked at the default ``tol`` in the fast tier; the default RVC()
 (about 60 s at ``tol=1e-6``) is represented by its ``tol=1e-3`` instance.
 
-Known failure, a strict xfail: the sequential solver with the Laplacian kernel reaches
-``max_iter=100000`` in ``check_non_transformer_estimators_n_iter`` (a ConvergenceWarning,
-about 20 s); the sequential solver is being reworked.
-
 :class:`~bayes_rvm.solvers.EmptyModelWarning` is ignored on purpose: some checks fit
 noise or a handful of points, for which the empty model is the evidence's answer, and
 the warning says so (what the empty model predicts is tested in test_reliability.py).

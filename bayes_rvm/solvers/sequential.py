@@ -39,8 +39,11 @@ that helps is added), run the ``alpha`` steps to convergence (no step gains more
 ``tol``, confirmed on exact ``S, Q``), then re-estimate ``beta`` (Tipping 2001, eq. 46)
 and repeat. The noise rises towards its optimum from below while the model sheds the
 columns it no longer needs. Converged when the ``alpha`` steps have converged and the
-noise update changed the log evidence by at most ``tol``. The price is steps: the
-``alpha`` sub-problem at low noise has a long tail of small gains.
+noise update changed the log evidence by at most ``tol``. If the first noise update
+more than halves the noise variance (:data:`RESTART_BELOW`; nearly noise-free targets),
+the start was above the optimum and the run restarts from one column at
+:data:`START_NOISE` times the new estimate. The price is steps: the ``alpha``
+sub-problem at low noise has a long tail of small gains.
 
 Likelihood-specific parts
 -------------------------
