@@ -361,9 +361,12 @@ class _Workspace:
         self.M = M + 1
         self._solve_mean()
 
-    def _downdate(self, p: int, kappa: float) -> None:
-        """``S, Q`` after ``Sigma^-1 += (1/kappa - Sigma_pp)^-1 e_p e_p^T`` (rank one)."""
+    def _downdate(self, p: int, inverse_delta: float) -> None:
+        """``S, Q`` after ``alpha_p += delta`` (``inverse_delta = 1 / delta``; 0 deletes)."""
         sigma_p = self.sigma_column(p)
+        # Tipping & Faul (2003), appendix: kappa = 1 / (Sigma_jj + 1 / (alpha~ - alpha)),
+        # 1 / Sigma_jj for alpha~ = inf
+        kappa = 1.0 / (sigma_p[p] + inverse_delta)
         x = self.beta * (self.C[:, : self.M] @ sigma_p)
         # Tipping & Faul (2003), appendix: S_m += kappa (phi_m^T B Phi Sigma_p)^2 etc.
         self.S += kappa * x**2
@@ -371,17 +374,13 @@ class _Workspace:
 
     def reestimate(self, p: int, alpha_new: float) -> None:
         """Set the precision at position ``p`` to the finite ``alpha_new``."""
-        delta = alpha_new - self.alpha[p]
-        sigma_pp = float(self.sigma_column(p)[p])
-        # Tipping & Faul (2003), appendix: kappa = 1 / (Sigma_jj + 1 / (alpha~ - alpha))
-        self._downdate(p, 1.0 / (sigma_pp + 1.0 / delta))
+        self._downdate(p, 1.0 / (alpha_new - self.alpha[p]))
         self.alpha[p] = alpha_new
         self.refactor()
 
     def delete(self, p: int) -> tuple[int, np.ndarray, np.ndarray]:
         """Remove position ``p``; returns its column index, column and cross products."""
-        # alpha -> inf: kappa = 1 / Sigma_jj
-        self._downdate(p, 1.0 / float(self.sigma_column(p)[p]))
+        self._downdate(p, 0.0)
         j, column, cross = int(self.index[p]), self.Phi[:, p].copy(), self.C[:, p].copy()
         last = self.M - 1
         if p != last:  # move the last position into the hole
