@@ -25,6 +25,13 @@ __all__ = ["Basis", "DenseBasis", "ExtraColumns", "KernelBasis", "as_basis"]
 BLOCK_BYTES = 32 * 2**20
 
 
+def _weighted_sq_norms(Phi: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """``diag(Phi^T W Phi)`` for ``W = diag(weights)`` (the identity when ``None``)."""
+    if weights is None:
+        return np.einsum("ij,ij->j", Phi, Phi)
+    return np.einsum("ij,ij,i->j", Phi, Phi, weights)
+
+
 class Basis(ABC):
     """What a solver needs of a design matrix ``Phi`` of shape ``(n_rows, n_columns)``."""
 
@@ -47,10 +54,15 @@ class Basis(ABC):
     def sq_norms(self) -> np.ndarray:
         """``diag(Phi^T Phi)``: the squared norm of every column."""
 
-    def transpose_dot_with_norms(self, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(Phi^T V, sq_norms())``; a basis that evaluates its columns computes both in
-        one pass."""
-        return self.transpose_dot(V), self.sq_norms()
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(Phi^T V, diag(Phi^T W Phi))`` with ``W = diag(weights)`` (the identity when
+        ``None``: the squared column norms); a basis that evaluates its columns computes
+        both in one pass."""
+        if weights is None:
+            return self.transpose_dot(V), self.sq_norms()
+        return self.transpose_dot(V), _weighted_sq_norms(self.toarray(), weights)
 
     def toarray(self) -> np.ndarray:
         """The whole matrix (``n_rows x n_columns`` floats: beware of large ``n_rows``)."""
@@ -76,7 +88,7 @@ class DenseBasis(Basis):
         return self.Phi.T @ V
 
     def sq_norms(self) -> np.ndarray:
-        return np.einsum("ij,ij->j", self.Phi, self.Phi)
+        return _weighted_sq_norms(self.Phi, None)
 
     def toarray(self) -> np.ndarray:
         return self.Phi
@@ -242,34 +254,48 @@ class KernelBasis(Basis):
             stop = min(start + self._block, self.n_centres)
             yield start, stop, self._kernel(self.X, self.centres[start:stop])
 
-    def _pass(self, V: np.ndarray | None, with_norms: bool) -> tuple:
+    def _pass(self, V: np.ndarray | None, with_norms: bool, weights=None) -> tuple:
         """One pass over the kernel blocks: ``Phi^T V`` (``None`` without ``V``) and the
-        squared column norms (``None`` unless ``with_norms``)."""
+        (``weights``-weighted) squared column norms (``None`` unless ``with_norms``)."""
         product = None if V is None else np.empty((self.n_columns, *V.shape[1:]))
         norms = np.empty(self.n_columns) if with_norms else None
         for start, stop, K in self._kernel_blocks():
             if product is not None:
                 product[start:stop] = K.T @ V
             if norms is not None:
-                norms[start:stop] = np.einsum("ij,ij->j", K, K)
+                norms[start:stop] = _weighted_sq_norms(K, weights)
         tail = self.n_centres
         if self.bias:
             if product is not None:
                 product[tail] = V.sum(axis=0)
             if norms is not None:
-                norms[tail] = self.n_rows
+                norms[tail] = self.n_rows if weights is None else np.sum(weights)
             tail += 1
         if product is not None:
             product[tail:] = self._extra_values.T @ V
         if norms is not None:
-            norms[tail:] = np.einsum("ij,ij->j", self._extra_values, self._extra_values)
+            norms[tail:] = _weighted_sq_norms(self._extra_values, weights)
         return product, norms
+
+    def toarray(self) -> np.ndarray:
+        """The whole matrix, filled in blocks of kernel columns (no second full copy)."""
+        out = np.empty(self.shape)
+        for start, stop, K in self._kernel_blocks():
+            out[:, start:stop] = K
+        tail = self.n_centres
+        if self.bias:
+            out[:, tail] = 1.0
+            tail += 1
+        out[:, tail:] = self._extra_values
+        return out
 
     def transpose_dot(self, V: np.ndarray) -> np.ndarray:
         return self._pass(np.asarray(V, dtype=np.float64), False)[0]
 
-    def transpose_dot_with_norms(self, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self._pass(np.asarray(V, dtype=np.float64), True)
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self._pass(np.asarray(V, dtype=np.float64), True, weights)
 
     def sq_norms(self) -> np.ndarray:
         return self._pass(None, True)[1]

@@ -400,8 +400,10 @@ or callable, default="rbf"
     coef0 : float, default=1.0
     bias : bool, default=True
         Add a constant basis function.
-    solver : {"mackay", "em"}, default="mackay"
-        Type-II optimiser (:func:`bayes_rvm.fit_type2`).
+    solver : {"sequential", "mackay", "em"} or None, default=None
+        Type-II optimiser (:func:`bayes_rvm.fit_type2`). ``None``: "sequential" (Tipping &
+        Faul 2003; the binary model, and each classifier of "ovr") when ``a = b = 0``,
+        otherwise "mackay". "sequential" does not fit the softmax (``"multinomial"``).
     a, b : float, default=0.0
         Gamma hyperprior on each ``alpha_i``.
     multi_class : {"ovr", "multinomial"}, default="ovr"
@@ -422,8 +424,9 @@ or callable, default="rbf"
         either way.
     max_iter : int, optional
     tol : float, default=1e-6
-        Convergence threshold on the gradient of the (Laplace) log evidence with respect
-        to ``log alpha`` (see :func:`bayes_rvm.fit_type2`).
+        Convergence threshold (see :func:`bayes_rvm.fit_type2`): the largest gain in nats
+        of any single step for "sequential", the gradient of the (Laplace) log evidence
+        with respect to ``log alpha`` for "mackay" and "em".
     optimize_scales : bool, default=False
         Learn one input scale per dimension of the "rbf" (or "laplacian") kernel by the
         Laplace evidence (binary problems, and each classifier of "ovr"); see
@@ -489,7 +492,7 @@ or callable, default="rbf"
         degree=3,
         coef0=1.0,
         bias=True,
-        solver="mackay",
+        solver=None,
         a=0.0,
         b=0.0,
         multi_class="ovr",

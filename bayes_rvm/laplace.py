@@ -28,6 +28,7 @@ from bayes_rvm import _linalg
 from bayes_rvm.evidence import hyperprior_log_density
 
 __all__ = [
+    "FLAT",
     "Bernoulli",
     "Categorical",
     "LaplaceMode",
@@ -38,6 +39,11 @@ __all__ = [
     "probit_scale",
     "weighted_cross",
 ]
+
+
+#: Relative size of the Newton decrement below which :func:`posterior_mode` stops: a few
+#: units of rounding of the objective.
+FLAT = 8.0 * float(np.finfo(np.float64).eps)
 
 
 class Bernoulli:
@@ -209,7 +215,8 @@ def posterior_mode(
 
     Each step solves ``(Phi^T B Phi + A) delta = Phi^T (t - y) - A w`` by Cholesky and
     halves the step until eq. 24 does not decrease. The iteration stops once the Newton
-    step is below ``tol (1 + max |w|)``; that last step is still taken, so that the
+    step is below ``tol (1 + max |w|)`` or the gain it promises is below rounding
+    (:data:`FLAT`); that last step is still taken, so that the
     gradient at the returned mode is of the order of the step squared, and the Cholesky
     factor of the Hessian just before it is returned (one factorisation per step).
 
@@ -256,9 +263,15 @@ def posterior_mode(
         grad = (Phi.T @ (link.target - y)).ravel() - prior_diag * w.ravel()
         L = _linalg.cholesky(_precision(Phi, link, y, prior_diag))
         delta = _linalg.cho_solve(L, grad).reshape(shape)
-        if np.max(np.abs(delta), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0)):
-            # The last, tiny step is taken; the factor of the Hessian one step of at most
-            # tol (1 + max|w|) before it is kept (relative change of order tol).
+        small = np.max(np.abs(delta), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0))
+        # Newton decrement grad^T H^-1 grad: twice the gain the step promises. Below
+        # FLAT (1 + |f|) the objective cannot tell the step from rounding (flat directions
+        # of a weakly penalised fit can still move the weights by more than tol), and the
+        # quadratic model is exact: the step is the last.
+        flat = float(grad @ delta.ravel()) <= FLAT * (1.0 + abs(f))
+        if small or flat:
+            # The last step is taken; the factor of the Hessian one step before it is
+            # kept (relative change of order tol, or a change the objective cannot see).
             w = w + delta
             f, data, F = _objective(Phi, link, prior_diag, w)
             converged = True

@@ -243,7 +243,9 @@ def test_rvc_bad_options():
     with pytest.raises(ValueError, match="multi_class must be one of 'ovr', 'multinomial'"):
         RVC(multi_class="ovo").fit(X_CLS, np.arange(30) % 3)
     with pytest.raises(ValueError, match="solver 'sequential' does not support"):
-        RVC(solver="sequential").fit(X_CLS, Y_CLS)
+        RVC(solver="sequential", multi_class="multinomial").fit(X_CLS, np.arange(30) % 3)
+    with pytest.raises(ValueError, match="needs the improper prior a = b = 0"):
+        RVC(solver="sequential", a=1e-6).fit(X_CLS, Y_CLS)
 
 
 @pytest.mark.parametrize(
@@ -655,12 +657,12 @@ BAD_TYPE2 = {
         ValueError,
         "K >= 2 classes",
     ),
-    "sequential_bernoulli": (
+    "sequential_categorical": (
         PHI,
-        Y_REG > 0,
-        {"likelihood": "bernoulli", "solver": "sequential"},
+        np.arange(25) % 3,
+        {"likelihood": "categorical", "solver": "sequential"},
         ValueError,
-        "does not support likelihood='bernoulli'",
+        "does not support likelihood='categorical'",
     ),
     "noise_var_bernoulli": (
         PHI,

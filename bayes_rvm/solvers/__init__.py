@@ -24,9 +24,9 @@ from bayes_rvm.solvers._base import EmptyModelWarning, Prior, Type2Result, warn_
 from bayes_rvm.solvers.scales import ScalesFit, fit_type2_scales
 
 __all__ = [
-    "CLASSIFICATION_SOLVERS",
     "LIKELIHOODS",
     "SOLVERS",
+    "SOLVER_LIKELIHOODS",
     "EmptyModelWarning",
     "Prior",
     "ScalesFit",
@@ -56,8 +56,13 @@ LIKELIHOODS = {
 }
 
 
-#: Solvers whose fit function takes a classification likelihood (``link=``).
-CLASSIFICATION_SOLVERS = ("mackay", "em")
+#: Solver name -> the likelihoods it fits. Classification likelihoods reach the fit
+#: function as ``link=``.
+SOLVER_LIKELIHOODS = {
+    "mackay": tuple(LIKELIHOODS),
+    "em": tuple(LIKELIHOODS),
+    "sequential": ("gaussian", "bernoulli"),
+}
 
 
 def _lookup(table, name, what: str):
@@ -105,11 +110,11 @@ def fit_type2(
         ``m`` (see :mod:`bayes_rvm.laplace` for why). Classification ignores ``c, d``.
     solver : {"sequential", "mackay", "em"}, optional
         Type-II optimiser (see :data:`SOLVERS`). "sequential" (Tipping & Faul 2003, needs
-        ``a = b = 0``) grows the model one basis function at a time and keeps ``O(N M)``
-        memory; "mackay" (eq. 44, 46) and "em" (eq. 48, 50) re-estimate every
-        hyperparameter from the full basis. Default (``None``): "sequential" for the
-        gaussian likelihood with ``a = b = 0``, otherwise "mackay" (classification, or a
-        Gamma prior on ``alpha``).
+        ``a = b = 0``; gaussian and bernoulli likelihoods) grows the model one basis
+        function at a time and keeps ``O(N M)`` memory; "mackay" (eq. 44, 46) and "em"
+        (eq. 48, 50) re-estimate every hyperparameter from the full basis. Default
+        (``None``): "sequential" for the gaussian and bernoulli likelihoods with
+        ``a = b = 0``, otherwise "mackay" (the softmax, or a Gamma prior on ``alpha``).
     a, b : float
         ``alpha_i ~ Gamma(a, b)``; 0 is the paper's uniform prior over ``log alpha``.
     c, d : float
@@ -150,7 +155,8 @@ def fit_type2(
     (True, True)
     """
     if solver is None:
-        solver = "sequential" if likelihood == "gaussian" and a == b == 0 else "mackay"
+        sequential_fits = likelihood in SOLVER_LIKELIHOODS["sequential"]
+        solver = "sequential" if sequential_fits and a == b == 0 else "mackay"
     fit_function, default_max_iter = _lookup(SOLVERS, solver, "solver")
     make_link = _lookup(LIKELIHOODS, likelihood, "likelihood")
     basis = as_basis(Phi)
@@ -158,10 +164,11 @@ def fit_type2(
     prior = Prior(a, b, c, d)
     noise_var = check_noise_var(noise_var)
     link = make_link(t)
-    if link is not None and solver not in CLASSIFICATION_SOLVERS:
+    if likelihood not in SOLVER_LIKELIHOODS[solver]:
+        able = [name for name, fits in SOLVER_LIKELIHOODS.items() if likelihood in fits]
         raise ValueError(
             f"solver {solver!r} does not support likelihood={likelihood!r}; use one of "
-            f"{', '.join(repr(name) for name in CLASSIFICATION_SOLVERS)}"
+            f"{', '.join(repr(name) for name in able)}"
         )
     if link is not None and noise_var is not None:
         raise ValueError(
