@@ -278,3 +278,29 @@ def test_classification_rows_use_rvc_when_available(monkeypatch, tmp_path):
     assert m["rows"] == ["pima", "usps"]
     assert math.isnan(m["error"])  # the SVM's USPS error is 0: no ratio
     assert m["vectors"] == pytest.approx((3 / pima["svm_vectors"] + 9 / usps["svm_vectors"]) / 2)
+
+
+def test_large_training_sets_cross_validate_on_a_subset():
+    """USPS protocol: the grid search sees ``cv_train`` points, the chosen model all."""
+    rng = np.random.default_rng(1)
+    y = np.arange(80) % 3
+    X = rng.normal(size=(80, 256)) + y[:, None]
+    split = reproduce.Split(X, y, X[:9], y[:9])
+    row = ROWS["usps"]
+    protocol = replace(TINY, cv_train=40)
+    cv = reproduce._cv(row, rng, protocol)
+    subset = np.sort(rng.choice(80, protocol.cv_train, replace=False))
+    for search in (
+        reproduce._rvm_search(row, protocol, cv),
+        reproduce._svm_search(row, protocol, cv),
+    ):
+        fit = reproduce._fit(search, row, split, subset)
+        assert not hasattr(search, "best_estimator_")  # no refit on the subset
+        assert search.cv_results_["split0_test_score"].size == 1
+        model = fit["model"]
+        assert [e.n_features_in_ for e in model.estimators_] == [256] * 3
+        sizes = [
+            e.n_train_ if hasattr(e, "n_train_") else e.shape_fit_[0] for e in model.estimators_
+        ]
+        assert sizes == [80] * 3
+        assert fit["error"] == pytest.approx(0.0)
