@@ -36,6 +36,12 @@ def test_blocked_products_equal_dense(basis, rng):
     np.testing.assert_allclose(norms, np.sum(dense**2, axis=0), rtol=1e-12)
     idx = [3, 23, 25, 0]
     np.testing.assert_allclose(B.cross(idx), dense.T @ dense[:, idx], rtol=1e-12, atol=1e-12)
+    # weighted norms diag(Phi^T W Phi), as the classification solver's mode updates use
+    w = rng.uniform(0.0, 0.25, size=23)
+    for b in (B, DenseBasis(dense)):
+        product, norms = b.transpose_dot_with_norms(V, weights=w)
+        np.testing.assert_allclose(product, dense.T @ V, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(norms, np.diag(dense.T @ (w[:, None] * dense)), rtol=1e-12)
 
 
 def test_evaluate_new_inputs(basis, rng):
