@@ -1,6 +1,7 @@
 """Reproduce the benchmark tables of Tipping (2001), Sec. 4.4 (protocols of App. E).
 
-``python -m bayes_rvm reproduce [--rows ...] [--repeats N] [--quick] [--out DIR]``
+``python -m bayes_rvm reproduce [--rows ...] [--repeats N] [--first-repeat K] [--quick]
+[--out DIR]``, or ``... reproduce --merge DIR [DIR ...] --out DIR``
 
 Every row draws its training and test data as App. E describes, chooses the Gaussian
 kernel width of the RVM, and the width, ``C`` (and ``epsilon``) of the scikit-learn SVM,
@@ -67,6 +68,7 @@ __all__ = [
     "Row",
     "configure",
     "main",
+    "merge_runs",
     "run",
     "run_rows",
 ]
@@ -416,10 +418,15 @@ def run_rows(
     protocol: Protocol,
     repeats: int | None = None,
     seed: int = 0,
+    first_repeat: int = 0,
     log=None,
     on_row_done: Callable[[list[RowResult]], None] | None = None,
 ) -> list[RowResult]:
     """Run the given rows; ``repeats`` overrides each row's paper repetitions.
+
+    Repetitions are numbered from ``first_repeat`` and seeded by their number, so runs
+    of disjoint ranges (in parallel processes, or later) merge into one
+    (:func:`merge_runs`).
 
     Rows with a single fixed split (Pima, USPS) run once per repetition with fresh
     cross-validation folds. ``log`` (a file, default stderr) receives one progress line
@@ -432,7 +439,7 @@ def run_rows(
         n_repeats = row.repeats if repeats is None else repeats
         result = RowResult(row, n_repeats)
         start = time.perf_counter()
-        for repeat in range(n_repeats):
+        for repeat in range(first_repeat, first_repeat + n_repeats):
             rng = np.random.default_rng(_seed_sequence(seed, row, repeat))
             split = row.draw(rng, protocol)
             cv = _cv(row, rng, protocol)
@@ -466,7 +473,9 @@ def run_rows(
             result.runs.append(record)
             elapsed = time.perf_counter() - start
             print(
-                f"[{key} {repeat + 1}/{n_repeats}] {line}  {elapsed:.0f} s", file=log, flush=True
+                f"[{key} {repeat + 1}/{first_repeat + n_repeats}] {line}  {elapsed:.0f} s",
+                file=log,
+                flush=True,
             )
         result.seconds = time.perf_counter() - start
         results.append(result)
@@ -621,6 +630,54 @@ def write_outputs(results: list[RowResult], out: Path, header: str) -> dict[str,
     return paths
 
 
+def _parse(value: str):
+    """A ``runs.csv`` field: int, float, bool, None (empty) or the text itself."""
+    if value in ("True", "False"):
+        return value == "True"
+    if value == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def merge_runs(directories) -> list[RowResult]:
+    """The rows of several runs (their ``runs.csv``) as one result, in the table's order.
+
+    Raises ``ValueError`` if a repetition of a row appears twice (same row, repetition and
+    seed): the runs overlap instead of extending each other.
+    """
+    runs: dict[tuple, dict] = {}
+    for directory in directories:
+        path = Path(directory) / "runs.csv"
+        with path.open(newline="") as handle:
+            for record in csv.DictReader(handle):
+                run = {k: _parse(v) for k, v in record.items()}
+                key = (run["row"], run["repeat"], run["seed"])
+                if key in runs:
+                    raise ValueError(
+                        f"repetition {run['repeat']} (seed {run['seed']}) of row "
+                        f"{run['row']!r} appears twice (again in {path}): merge runs of "
+                        "disjoint repetitions (--first-repeat)"
+                    )
+                runs[key] = run
+    results = []
+    for name, row in ROWS.items():
+        rows = sorted((k for k in runs if k[0] == name), key=lambda k: (k[2], k[1]))
+        if not rows:
+            continue
+        result = RowResult(row, len(rows), [runs[k] for k in rows])
+        result.rvm_available = all(r.get("rvm_error") is not None for r in result.runs)
+        result.seconds = sum(
+            (r.get("svm_seconds") or 0.0) + (r.get("rvm_seconds") or 0.0) for r in result.runs
+        )
+        results.append(result)
+    return results
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -656,6 +713,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
     parser.add_argument(
+        "--first-repeat",
+        type=int,
+        default=0,
+        help="number of the first repetition (default 0): run more repetitions later",
+    )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="merge the runs.csv of earlier runs into one table in --out (no fitting)",
+    )
+    parser.add_argument(
         "--usps-train",
         type=int,
         default=None,
@@ -675,12 +745,27 @@ def _command(args: argparse.Namespace) -> str:
         words += ["--repeats", str(args.repeats)]
     if args.usps_train is not None:
         words += ["--usps-train", str(args.usps_train)]
+    if args.first_repeat:
+        words += ["--first-repeat", str(args.first_repeat)]
     words += ["--seed", str(args.seed)]
     return " ".join(words)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the ``reproduce`` command; returns the exit status."""
+    if args.merge:
+        results = merge_runs(args.merge)
+        seconds = sum(r.seconds for r in results)
+        header = (
+            f"Merged from {', '.join(f'`{d}`' for d in args.merge)}: "
+            f"{sum(len(r.runs) for r in results)} repetitions, fit time {seconds:.0f} s "
+            "(the sum over the runs' SVM and RVM searches).\n"
+        )
+        write_outputs(results, args.out, header)
+        print(markdown(results, header))
+        return 0
+    if args.first_repeat < 0:
+        raise ValueError(f"--first-repeat must be >= 0, got {args.first_repeat}")
     keys = _row_keys(args.rows)
     protocol = PROTOCOLS["quick" if args.quick else "full"]
     if args.usps_train is not None:
@@ -706,7 +791,14 @@ def run(args: argparse.Namespace) -> int:
     def save(done: list[RowResult]) -> None:
         write_outputs(done, args.out, header(done))
 
-    results = run_rows(keys, protocol=protocol, repeats=repeats, seed=args.seed, on_row_done=save)
+    results = run_rows(
+        keys,
+        protocol=protocol,
+        repeats=repeats,
+        seed=args.seed,
+        first_repeat=args.first_repeat,
+        on_row_done=save,
+    )
     print(markdown(results, header(results)))
     print(f"wrote table.md, table.csv and runs.csv in {args.out}", file=sys.stderr)
     return 0

@@ -304,3 +304,35 @@ def test_large_training_sets_cross_validate_on_a_subset():
         ]
         assert sizes == [80] * 3
         assert fit["error"] == pytest.approx(0.0)
+
+
+def test_runs_of_disjoint_repetitions_merge_into_the_whole(tmp_path):
+    """Repetitions are seeded by their number: 0-1 and 2 merge into the run of 0-2."""
+    rows = ["sinc-uniform"]
+    whole = run_rows(rows, protocol=TINY, repeats=3, log=_Sink())
+    first = run_rows(rows, protocol=TINY, repeats=2, log=_Sink())
+    rest = run_rows(rows, protocol=TINY, repeats=1, first_repeat=2, log=_Sink())
+    assert [r["repeat"] for r in rest[0].runs] == [2]
+    write_outputs(first, tmp_path / "a", "")
+    write_outputs(rest, tmp_path / "b", "")
+    merged = reproduce.merge_runs([tmp_path / "b", tmp_path / "a"])
+    assert [r["repeat"] for r in merged[0].runs] == [0, 1, 2]
+    for model, what in (("svm", "error"), ("rvm", "error"), ("rvm", "vectors"), ("rvm", "gamma")):
+        np.testing.assert_allclose(merged[0].values(model, what), whole[0].values(model, what))
+    assert merged[0].runs[0]["rvm_converged"] is True
+    assert (
+        main(
+            [
+                "reproduce",
+                "--merge",
+                str(tmp_path / "a"),
+                str(tmp_path / "b"),
+                "--out",
+                str(tmp_path / "m"),
+            ]
+        )
+        == 0
+    )
+    assert "3 repetitions" in (tmp_path / "m" / "table.md").read_text()
+    with pytest.raises(ValueError, match="appears twice"):
+        reproduce.merge_runs([tmp_path / "a", tmp_path / "a"])
