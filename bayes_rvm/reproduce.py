@@ -756,10 +756,16 @@ def run(args: argparse.Namespace) -> int:
     if args.merge:
         results = merge_runs(args.merge)
         seconds = sum(r.seconds for r in results)
+        sources = [
+            (Path(d) / "table.md").read_text().splitlines()[0]
+            if (Path(d) / "table.md").exists()
+            else f"`{d}`"
+            for d in args.merge
+        ]
         header = (
-            f"Merged from {', '.join(f'`{d}`' for d in args.merge)}: "
-            f"{sum(len(r.runs) for r in results)} repetitions, fit time {seconds:.0f} s "
-            "(the sum over the runs' SVM and RVM searches).\n"
+            f"Merged ({sum(len(r.runs) for r in results)} repetitions, fit time {seconds:.0f} "
+            "s, the sum over the runs' SVM and RVM searches) from:\n\n"
+            + "".join(f"- {line}\n" for line in sources)
         )
         write_outputs(results, args.out, header)
         print(markdown(results, header))
