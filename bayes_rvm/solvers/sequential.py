@@ -79,11 +79,13 @@ columns, at most :data:`COMPRESS_PASSES` passes and :data:`COMPRESS_BYTES`), so 
 ``Phi~^T phi~_j = B B_j`` without a pass. Smooth kernels in few dimensions (1-D sinc:
 numerical rank ~40) are compressed to rounding in one pass, and the run converges on
 ``B``. Otherwise the run first converges on the projected basis ``U U^T Phi~`` (a model
-of its own, so the steps stay consistent). Either way it then switches to exact products
-(one pass for the active columns, a refresh; the true columns if they were projected)
-and continues with exact products, fetched by :class:`_CrossCache` :data:`PREFETCH`
-columns per pass: with nearly collinear columns the weights can be large enough that
-rounding-level errors of ``B B_j`` matter.
+of its own, so the steps stay consistent). Then it switches to exact products (one pass
+for the active columns, a refresh; the true columns if they were projected) and
+continues with exact products, fetched by :class:`_CrossCache` :data:`PREFETCH` columns
+per pass. After a compression exact to rounding the switch happens only if the log
+evidence from the exact Gram matrix of the active columns differs from the compressed
+one by more than ``tol``: nearly collinear columns can make rounding-level errors of
+``B B_j`` matter.
 
 References
 ----------
@@ -926,12 +928,12 @@ def fit(
         if status == "stalled":
             outer.restore_best(run)
     ws = run.ws
-    if B.shape[1]:
+    if approximate or (B.shape[1] and (link is not None or not _products_agree(run, tol))):
         # From the compressed products to exact ones: exact active columns (on the
         # projected basis) and their products (one pass), a refresh, and the remaining
-        # steps with exact products. Also after a compression exact to rounding: with
-        # nearly collinear columns the weights can be large enough to turn errors of
-        # 1e-7 in the columns into errors of order one in the fit (a linear spline
+        # steps with exact products. Also after a compression exact to rounding when
+        # the exact Gram matrix of the active columns disagrees: nearly collinear
+        # columns can make rounding-level errors of the products matter (a linear spline
         # kernel on shifted inputs ended 42,000 nats below the optimum without this).
         M = ws.M
         if approximate:
@@ -959,6 +961,24 @@ def fit(
         )
     converged = status in ("converged", "stalled")
     return _result(basis, run, scales, prior, noise_fixed, converged, link)
+
+
+def _products_agree(run: _Run, tol: float) -> bool:
+    """Whether the log evidence of the active columns from their exact Gram matrix
+    (``O(N M^2)``) equals the one from the compressed products to ``tol`` nats."""
+    ws = run.ws
+    M = ws.M
+    alpha, Phi_a = ws.alpha[:M], ws.Phi[:, :M]
+    H = ws.beta * (Phi_a.T @ Phi_a)
+    # Tipping (2001) eq. 12-13
+    H[np.diag_indices_from(H)] += alpha
+    L = _linalg.cholesky(H)
+    mu = _linalg.cho_solve(L, ws.beta * (Phi_a.T @ ws.t))
+    residual = ws.t - Phi_a @ mu
+    n = ws.t.size
+    exact = log_evidence_gaussian(L, mu, alpha, ws.beta, float(residual @ residual), n)
+    compressed = log_evidence_gaussian(ws.L, ws.mu, alpha, ws.beta, ws.rss(), n)
+    return abs(exact - compressed) <= tol
 
 
 def _start_gaussian(
