@@ -302,10 +302,8 @@ def test_noise_falling_to_interpolation_terminates():
     assert fit.converged
     assert fit.active.size >= 230
     # the alpha steps never lower the objective; the noise update (eq. 46, a fixed-point
-    # step, not an ascent step) did by 3.6e-6 nats at the floor-bound end of this run, and
-    # the switch from compressed to exact products (the same model, re-evaluated) by
-    # 2.2e-5 nats: the compressed products' rounding with 240 nearly collinear columns
-    assert np.diff(fit.log_evidence_path).min() > -1e-4
+    # step, not an ascent step) did by 3.6e-6 nats at the floor-bound end of this run
+    assert np.diff(fit.log_evidence_path).min() > -1e-5
 
 
 def test_collinear_basis_finishes_on_exact_products():

@@ -116,6 +116,7 @@ from bayes_rvm.evidence import (
     sparsity_quality,
 )
 from bayes_rvm.laplace import Bernoulli, LaplaceMode, log_evidence_laplace, posterior_mode
+from bayes_rvm.posterior import gaussian_posterior
 from bayes_rvm.solvers._base import Prior, Type2Result, initial_noise_var, noise_var_floor
 
 __all__ = [
@@ -969,11 +970,7 @@ def _products_agree(run: _Run, tol: float) -> bool:
     ws = run.ws
     M = ws.M
     alpha, Phi_a = ws.alpha[:M], ws.Phi[:, :M]
-    H = ws.beta * (Phi_a.T @ Phi_a)
-    # Tipping (2001) eq. 12-13
-    H[np.diag_indices_from(H)] += alpha
-    L = _linalg.cholesky(H)
-    mu = _linalg.cho_solve(L, ws.beta * (Phi_a.T @ ws.t))
+    L, mu = gaussian_posterior(Phi_a.T @ Phi_a, Phi_a.T @ ws.t, alpha, ws.beta)
     residual = ws.t - Phi_a @ mu
     n = ws.t.size
     exact = log_evidence_gaussian(L, mu, alpha, ws.beta, float(residual @ residual), n)
@@ -1013,12 +1010,11 @@ def _result(
     # phi_j = scale_j phi~_j: alpha_j = scale_j^2 alpha~_j, mu_j = mu~_j / scale_j
     alpha = ws.alpha[:M][order] * scale**2
     gram = ws.C[active][:, order] * np.outer(scale, scale)  # Phi_a^T Phi_a or Phi_a^T B Phi_a
-    H = ws.beta * 0.5 * (gram + gram.T)
-    # Tipping (2001) eq. 12 (eq. 26 in classification, B at the mode)
-    H[np.diag_indices_from(H)] += alpha
-    precision_chol = _linalg.cholesky(H)
-    # Tipping (2001) eq. 13 (classification: one Newton step from the mode, eq. 26)
-    mu = _linalg.cho_solve(precision_chol, ws.beta * ws.phi_t[active] * scale)
+    # Tipping (2001) eq. 12-13 (classification: eq. 26 with B at the mode, one Newton step
+    # from it)
+    precision_chol, mu = gaussian_posterior(
+        0.5 * (gram + gram.T), ws.phi_t[active] * scale, alpha, ws.beta
+    )
     F = ws.Phi[:, :M][:, order] @ (mu * scale)
     if link is None:
         residual = ws.t - F
