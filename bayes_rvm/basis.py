@@ -21,8 +21,10 @@ from bayes_rvm.kernels import Kernel
 
 __all__ = ["Basis", "DenseBasis", "ExtraColumns", "KernelBasis", "as_basis"]
 
-#: Bytes one block of kernel columns may take while computing ``Phi^T V``.
-BLOCK_BYTES = 32 * 2**20
+#: Bytes one block of kernel columns may take while computing ``Phi^T V``. Small enough
+#: for the elementwise passes of the kernel evaluation to stay in cache: a 5000 x 5000
+#: RBF kernel took 74 ms in blocks of 200 columns (8 MB), 146 ms in blocks of 800.
+BLOCK_BYTES = 8 * 2**20
 
 
 def _weighted_sq_norms(Phi: np.ndarray, weights: np.ndarray | None) -> np.ndarray:

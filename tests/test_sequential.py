@@ -96,7 +96,10 @@ def test_result_consistent_with_dense_evidence(sinc_data):
 
 
 def test_incremental_updates_match_scratch():
-    """Random add / re-estimate / delete sequences against the N x N computation."""
+    """Random add / re-estimate / delete sequences against the N x N computation: the
+    rank-one updates of Sigma and mu, the s, q that confirm a step, and the candidates'
+    S, Q after the pending terms are applied (flushed at random times, so that up to
+    FLUSH terms accumulate)."""
     rng = np.random.default_rng(7)
     n, m, beta = 40, 12, 3.0
     Phi = rng.normal(size=(n, m))
@@ -105,8 +108,8 @@ def test_incremental_updates_match_scratch():
     gram = Phi.T @ Phi
     ws = _Workspace(t, Phi.T @ t, np.ones(m), beta)
     alpha_of: dict[int, float] = {}
-    n_checked = 0
-    for _ in range(60):
+    n_flushed = 0
+    for _ in range(120):
         active = ws.index[: ws.M]
         inactive = np.setdiff1d(np.arange(m), active)
         move = rng.integers(3) if ws.M else 0
@@ -124,27 +127,65 @@ def test_incremental_updates_match_scratch():
         alpha = np.array([alpha_of[int(j)] for j in active])
         np.testing.assert_array_equal(ws.alpha[: ws.M], alpha)
         H = beta * Phi[:, active].T @ Phi[:, active] + np.diag(alpha)
-        np.testing.assert_allclose(ws.L @ ws.L.T, H, rtol=0, atol=1e-10)
         Sigma = np.linalg.solve(H, np.eye(ws.M))
-        for p in range(ws.M):
-            np.testing.assert_allclose(ws.sigma_column(p), Sigma[:, p], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(ws.Sigma, Sigma, rtol=0, atol=1e-8)
         np.testing.assert_allclose(ws.mu, Sigma @ (beta * Phi[:, active].T @ t), atol=1e-8)
-        # the exact s, q of one column from the factor (used to confirm every step)
+        # the s, q of one column (what confirms a step), with no term pending
         S, Q = _dense_sq(Phi, t, active, alpha, beta)
         j = int(rng.integers(m))
         p = int(np.flatnonzero(active == j)[0]) if j in active else -1
-        s, q = ws.exact(j, p)
-        shrink = 1.0 if p < 0 else alpha[p] / (alpha[p] - S[j])
-        assert s == pytest.approx(shrink * S[j], rel=1e-8)
-        assert q == pytest.approx(shrink * Q[j], rel=1e-8, abs=1e-10)
-        np.testing.assert_allclose(ws.S, S, rtol=0, atol=1e-8)
-        np.testing.assert_allclose(ws.Q, Q, rtol=0, atol=1e-8)
-        n_checked += 1
+        if rng.integers(3) == 0:
+            ws.flush()
+            s, q = ws.exact(j, p)
+            shrink = 1.0 if p < 0 else alpha[p] / (alpha[p] - S[j])
+            assert s == pytest.approx(shrink * S[j], rel=1e-8)
+            assert q == pytest.approx(shrink * Q[j], rel=1e-8, abs=1e-10)
+            np.testing.assert_allclose(ws.S, S, rtol=0, atol=1e-8)
+            np.testing.assert_allclose(ws.Q, Q, rtol=0, atol=1e-8)
+            L = ws.L if ws.L.shape[0] == ws.M else None
+            if L is not None and not ws.since_factor:
+                np.testing.assert_allclose(L @ L.T, H, rtol=0, atol=1e-10)
+            n_flushed += 1
+    assert n_flushed > 20
     # refreshing from a new factor leaves the incremental state unchanged
+    ws.flush()
     S_before = ws.S.copy()
     ws.refresh(beta)
     np.testing.assert_allclose(ws.S, S_before, rtol=0, atol=1e-10)
-    assert n_checked == 60
+
+
+def test_newton_reaches_the_joint_optimum():
+    """The joint Newton steps on the active alpha end where an independent optimiser of
+    the dense evidence (eq. 15, over log alpha with the columns fixed) ends, and report
+    the gain that the dense evidence sees."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(3)
+    n, m, beta = 60, 5, 25.0
+    Phi = rng.normal(size=(n, m))
+    Phi /= np.linalg.norm(Phi, axis=0)
+    t = Phi @ rng.normal(0.0, 3.0, m) + rng.normal(0.0, beta**-0.5, n)
+    gram = Phi.T @ Phi
+    ws = _Workspace(t, Phi.T @ t, np.ones(m), beta)
+    for j in range(m):
+        ws.add(j, float(rng.uniform(0.5, 5.0)), Phi[:, j], gram[:, j])
+    order = ws.index[: ws.M].copy()
+    start = log_evidence_dense(Phi[:, order], t, ws.alpha[: ws.M], beta)
+    gain = ws.newton(np.arange(m), tol=1e-13)
+    alpha = ws.alpha[: ws.M]
+    end = log_evidence_dense(Phi[:, order], t, alpha, beta)
+    assert gain == pytest.approx(end - start, abs=1e-9)
+    # stationary: 0.5 (1 - alpha Sigma_ii - alpha mu_i^2) = 0 (Tipping 2001, eq. 16-17)
+    grad = 0.5 * (1.0 - alpha * np.diag(ws.Sigma) - alpha * ws.mu**2)
+    assert np.abs(grad).max() < 1e-8
+    best = minimize(
+        lambda x: -log_evidence_dense(Phi[:, order], t, np.exp(x), beta),
+        np.zeros(m),
+        method="BFGS",
+        options={"gtol": 1e-10},
+    )
+    assert end == pytest.approx(-best.fun, abs=1e-8)
+    np.testing.assert_allclose(np.log(alpha), best.x, atol=1e-4)
 
 
 def test_kernel_basis_equals_precomputed(rng):
@@ -195,13 +236,24 @@ def test_tie_break_lowest_index():
 
 
 def test_fixed_noise(sinc_data):
+    """Noise fixed at sd 0.01, a tenth of the truth: the data are over-fitted with
+    weights in the thousands (alpha down to 6e-7), near MacKay's optimum at that noise
+    (measured: -5315.4 with 26 vectors against MacKay's -5308.7 with 20)."""
     x, t, _ = sinc_data
-    fit = fit_type2(KernelBasis(x, RBF(0.25)), t, solver="sequential", noise_var=0.01**2)
+    basis = KernelBasis(x, RBF(0.25))
+    fit = fit_type2(basis, t, solver="sequential", noise_var=0.01**2)
+    mackay = fit_type2(basis, t, solver="mackay", noise_var=0.01**2, max_iter=20_000)
     assert fit.noise_fixed
     assert fit.beta == pytest.approx(1e4)
-    Phi = KernelBasis(x, RBF(0.25)).toarray()[:, fit.active]
+    assert fit.log_evidence > mackay.log_evidence - 10.0
+    Phi = basis.toarray()[:, fit.active]
+    # cond(H) is 1.4e11 at this optimum: two evaluations of eq. 36 carry errors of
+    # eps cond(H) times the size of its terms (~1e4), 3e-1 at most (measured: 5e-3)
+    H = fit.beta * Phi.T @ Phi + np.diag(fit.alpha)
+    rounding = np.finfo(float).eps * np.linalg.cond(H) * abs(fit.log_evidence)
+    assert rounding < 0.5
     assert fit.log_evidence == pytest.approx(
-        log_evidence_dense(Phi, t, fit.alpha, fit.beta), abs=1e-6
+        log_evidence_dense(Phi, t, fit.alpha, fit.beta), abs=max(1e-6, rounding)
     )
 
 
@@ -226,7 +278,7 @@ def test_gamma_prior_on_alpha_rejected(sinc_data):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="100 evenly spaced points: the greedy path ends 1.8 nats below MacKay's "
+    reason="100 evenly spaced points: the greedy path ends 1.6 nats below MacKay's "
     "optimum (another local optimum of the multimodal evidence; docs/benchmarks.md)",
 )
 def test_small_sinc_evidence_not_below_mackay(sinc_data):
@@ -275,7 +327,9 @@ def test_fixed_noise_above_optimum_stalls_only_from_scratch():
     from one column stops early on Friedman #1; the schedule avoids ever being there."""
     basis, y = _friedman(300)
     trapped = fit_type2(basis, y, solver="sequential", noise_var=1.65**2)
-    below = fit_type2(basis, y, solver="sequential", noise_var=1.51**2)
+    # 1.4, not the optimum 1.51: at 1.51 rounding-level changes of the path decide
+    # whether it is trapped (docs/benchmarks.md)
+    below = fit_type2(basis, y, solver="sequential", noise_var=1.4**2)
     learned = fit_type2(basis, y, solver="sequential")
     assert trapped.active.size < 10 < below.active.size
     assert learned.log_evidence > trapped.log_evidence + 50.0
@@ -310,15 +364,18 @@ def test_collinear_basis_finishes_on_exact_products():
     """Linear spline kernel on shifted inputs (Fig. 1 of the paper made positive
     definite): the normalised columns are so collinear that the weights reach 1e5, and
     products exact only to rounding (the compressed basis) left the fit 42,000 nats below
-    the optimum with a maximum error of 0.58. Finishing on exact products reaches MacKay's
-    optimum (measured: 1.5e-6 nats apart)."""
+    the optimum with a maximum error of 0.58. Finishing on exact products reaches an
+    optimum next to MacKay's: the greedy path decides which (measured: 1.5e-6 nats apart
+    with one step order, 1.2 nats below with another, columns 66 and 69 in place of 68
+    and the bias; the only candidate left then has ``S / beta = 1e-11``, inside the span
+    of the active columns to rounding)."""
     x = np.linspace(-10, 10, 100)[:, None]
     t = np.sinc(x[:, 0] / np.pi)
     basis = KernelBasis(x + 10.0, LinearSpline())
     sequential = fit_type2(basis, t, noise_var=0.01**2, solver="sequential")
     mackay = fit_type2(basis, t, noise_var=0.01**2, solver="mackay")
     assert sequential.converged
-    assert sequential.log_evidence == pytest.approx(mackay.log_evidence, abs=1e-3)
+    assert sequential.log_evidence > mackay.log_evidence - 2.0
     x_test = np.linspace(-10, 10, 1000)[:, None]
     error = basis.evaluate(x_test + 10.0, sequential.active) @ sequential.mu - np.sinc(
         x_test[:, 0] / np.pi
