@@ -311,6 +311,22 @@ class _CompressedCrosses(_CrossCache):
         return self.B @ (self.U.T @ V), np.einsum("ij,ij->i", self.BG, self.B)
 
 
+def _orthonormal_complement(U: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """An orthonormal basis of new directions of ``Y`` (orthogonal to the orthonormal ``U``).
+
+    Gram-Schmidt against ``U`` twice, then QR; when columns of ``Y`` lie in the span of
+    ``U`` to rounding, the QR factor normalises rounding noise and the orthogonality to
+    ``U`` is lost by the inverse of the residual norm (nearly collinear linear-spline
+    columns gave ``||U^T phi_j||^2 = 1 + 1e-6``, and products that broke the steps), so
+    the result goes through the same two projections and QR once more.
+    """
+    for _ in range(2):
+        for _ in range(2):
+            Y = Y - U @ (U.T @ Y)
+        Y, _ = np.linalg.qr(Y)
+    return Y
+
+
 def _compress(
     basis: Basis, t: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray, np.ndarray]:
@@ -343,10 +359,7 @@ def _compress(
         if residual.max() <= EXACT_RESIDUAL or B.shape[1] >= cap:
             break
         pick = np.argsort(-residual, kind="stable")[: min(COMPRESS_BLOCK, cap - B.shape[1])]
-        Y = basis.columns(pick) / scales[pick]
-        for _ in range(2):
-            Y -= U @ (U.T @ Y)
-        U_block, _ = np.linalg.qr(Y)
+        U_block = _orthonormal_complement(U, basis.columns(pick) / scales[pick])
         B_block = basis.transpose_dot(U_block) / scales[:, None]
         U = np.column_stack([U, U_block])
         B = np.column_stack([B, B_block])
