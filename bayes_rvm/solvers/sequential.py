@@ -374,8 +374,8 @@ class _Workspace:
     the column at position ``p``. ``Sigma`` and ``mu`` (Tipping 2001, eq. 12-13) follow
     every step by the rank-one updates of Tipping & Faul (2003, appendix), ``O(M^2)``
     each, and are recomputed from the Cholesky factor ``L`` of ``Sigma^-1 = A + beta
-    Phi_a^T Phi_a`` at every :meth:`flush`, so that rounding accumulates over at most
-    :data:`FLUSH` steps.
+    Phi_a^T Phi_a`` after :data:`REFACTOR` updates (and on a delete, a refresh or when an
+    add needs the factor), so that rounding accumulates over at most that many steps.
 
     The ``S, Q`` of the ``n_basis`` candidates change by a rank-one term per step,
     ``S += a (beta C v)^2`` and ``Q += b (beta C v)`` with ``C = Phi^T Phi_a``: ``O(n_basis
@@ -429,8 +429,9 @@ class _Workspace:
         self.V = V
 
     def _make_room(self) -> None:
-        """Before a step: with :data:`FLUSH` terms pending, apply them and remove the
-        rounding of ``Sigma`` by a new factor."""
+        """Before a step: with :data:`FLUSH` terms pending, apply them; after
+        :data:`REFACTOR` rank-one updates, remove the rounding of ``Sigma`` by a new
+        factor."""
         if self.pending == FLUSH:
             self.flush()
         if self.since_factor >= REFACTOR:
@@ -563,16 +564,21 @@ class _Workspace:
         (eq. 38) and ``t^T C^-1 t = beta t^T t - b^T mu``, ``b = beta Phi_a^T t``:
         ``0.5 [sum log alpha - log|H| + b^T mu]`` plus terms free of ``alpha``.
         """
+        L = _linalg.cholesky(self._precision(alpha))
+        b = self.beta * self.phi_t[self.index[: self.M]]
+        mu = _linalg.cho_solve(L, b)  # Tipping (2001) eq. 13
+        # Tipping (2001) eq. 36 with eq. 38, alpha-dependent part
+        value = 0.5 * (float(np.sum(np.log(alpha))) - _linalg.logdet(L) + float(b @ mu))
+        return value, L, mu
+
+    def _precision(self, alpha: np.ndarray) -> np.ndarray:
+        """``Sigma^-1 = A + beta Phi_a^T Phi_a`` at the active ``alpha``."""
         M = self.M
         # Tipping (2001) eq. 12
         H = self.beta * self.C[self.index[:M], :M]
         H = 0.5 * (H + H.T)
         H[np.diag_indices_from(H)] += alpha
-        L = _linalg.cholesky(H)
-        b = self.beta * self.phi_t[self.index[:M]]
-        mu = _linalg.cho_solve(L, b)  # Tipping (2001) eq. 13
-        value = 0.5 * (float(np.sum(np.log(alpha))) - _linalg.logdet(L) + float(b @ mu))
-        return value, L, mu
+        return H
 
     def newton(self, free: np.ndarray, tol: float) -> float:
         """Maximise the log evidence over the ``alpha`` at positions ``free`` jointly
@@ -598,6 +604,7 @@ class _Workspace:
             if not free.size:
                 break
             a, d, m = alpha[free], np.diag(Sigma)[free], mu[free]
+            # Tipping (2001) eq. 16-17: d L / d log alpha_i = (gamma_i - alpha_i mu_i^2) / 2
             grad = 0.5 * (1.0 - a * d - a * m**2)
             block = Sigma[np.ix_(free, free)]
             curvature = 0.5 * np.outer(a, a) * (block**2 + 2.0 * np.outer(m, m) * block)
@@ -639,11 +646,7 @@ class _Workspace:
     def refactor(self) -> None:
         """``L``, ``Sigma`` and ``mu`` from scratch (Tipping 2001, eq. 12-13)."""
         M = self.M
-        # Tipping (2001) eq. 12
-        H = self.beta * self.C[self.index[:M], :M]
-        H = 0.5 * (H + H.T)
-        H[np.diag_indices_from(H)] += self.alpha[:M]
-        self.L = _linalg.cholesky(H)
+        self.L = _linalg.cholesky(self._precision(self.alpha[:M]))
         self.Sigma = _linalg.cho_solve(self.L, np.eye(M))
         self.since_factor = 0
         # Tipping (2001) eq. 13, by solves (more accurate than the product with Sigma)
