@@ -142,9 +142,8 @@ def test_incremental_updates_match_scratch():
             assert q == pytest.approx(shrink * Q[j], rel=1e-8, abs=1e-10)
             np.testing.assert_allclose(ws.S, S, rtol=0, atol=1e-8)
             np.testing.assert_allclose(ws.Q, Q, rtol=0, atol=1e-8)
-            L = ws.L if ws.L.shape[0] == ws.M else None
-            if L is not None and not ws.since_factor:
-                np.testing.assert_allclose(L @ L.T, H, rtol=0, atol=1e-10)
+            ws.factor()  # the factor of the current Sigma^-1 (what confirms an add)
+            np.testing.assert_allclose(ws.L @ ws.L.T, H, rtol=0, atol=1e-10)
             n_flushed += 1
     assert n_flushed > 20
     # refreshing from a new factor leaves the incremental state unchanged
