@@ -5,6 +5,8 @@
   under ``javascripts/mathjax/``, so that formulas render without a network connection.
 - mkdocs-jupyter appends its own MathJax loader, which fetches MathJax from a CDN, to every
   page; it is removed here, and ``docs/javascripts/mathjax.js`` typesets the notebooks too.
+- The API index (``docs/api/index.md``) must list every name of ``bayes_rvm.__all__``: the
+  build fails on a name the table lacks.
 - Links from a notebook to a Markdown page (``[guide](../guide/full_bayes.md)``, relative to
   the notebook as in the other pages) are rewritten to the page's address, which
   mkdocs-jupyter leaves as they are.
@@ -52,6 +54,18 @@ def on_files(files, config):
     global _files
     _files = files
     return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Fail the build when the API index misses a public name."""
+    if page.file.src_uri == "api/index.md":
+        import bayes_rvm
+
+        listed = set(re.findall(r"^\| \[`(\w+)`\]", markdown, flags=re.MULTILINE))
+        missing = sorted(set(bayes_rvm.__all__) - listed)
+        if missing:
+            raise PluginError(f"docs/api/index.md does not list {', '.join(missing)}")
+    return markdown
 
 
 def _page_link(match: re.Match, page) -> str:
