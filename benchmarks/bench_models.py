@@ -109,6 +109,17 @@ def _n_vectors(name: str, model) -> int:
     return model.X_train_.shape[0]
 
 
+def _settings(name: str, model) -> str:
+    """The hyperparameters a model chose for itself."""
+    if name == "SVR":
+        return ", ".join(f"{k} = {v:g}" for k, v in model.best_params_.items())
+    if name == "GP":
+        return str(model.kernel_)
+    if name == "RVR":
+        return f"noise sd {model.noise_var_**0.5:.3f}"
+    return f"noise sd {model.model_.alpha_**-0.5:.3f}"
+
+
 def _timed(make, X, y, X_test, repeats):
     """Median fit and predict times of ``repeats`` fits; the last model and predictions."""
     fits, predicts = [], []
@@ -153,30 +164,28 @@ def sinc(repeats: int) -> None:
     X_test = np.concatenate(list(regions.values()))[:, None]
     f_test = np.sinc(X_test[:, 0] / np.pi)
     print(f"## sinc with a gap: N = {x.size}, no inputs in {GAP}, noise sd {NOISE}\n")
-    header = "| model | vectors | fit (s) | predict (s) | " + " | ".join(
-        f"{r}: RMSE | {r}: mean sd | {r}: 95 % coverage" for r in regions
-    )
-    print(header + " |")
-    print("|---" * (4 + 3 * len(regions)) + "|")
     cv = KFold(5, shuffle=True, random_state=0)
+    cost = ["| model | vectors | fit (s) | predict (s) | settings |", "|---|---|---|---|---|"]
+    quality = ["| model | region | RMSE | mean sd | 95 % coverage |", "|---|---|---|---|---|"]
     for name, make in _models(0.25, [0.25], cv).items():
         model, mean, std, fit_s, pred_s = _timed(make, X, y, X_test, repeats)
-        cells = [name, str(_n_vectors(name, model)), f"{fit_s:.3f}", f"{pred_s:.4f}"]
+        cost.append(f"| {name} | {_n_vectors(name, model)} | {fit_s:.3f} | {pred_s:.4f} "
+                    f"| {_settings(name, model)} |")
         start = 0
-        for xs in regions.values():
+        for region, xs in regions.items():
             part = slice(start, start + xs.size)
             start += xs.size
             err = mean[part] - f_test[part]
-            cells.append(f"{np.sqrt(np.mean(err**2)):.4f}")
+            cells = [name, region, f"{np.sqrt(np.mean(err**2)):.4f}"]
             if std is None:
                 cells += ["", ""]
-                continue
-            s = std[part]
-            # P(|y - mean| < z s) for a new target y ~ N(f, NOISE^2)
-            cover = norm.cdf((Z95 * s - err) / NOISE) - norm.cdf((-Z95 * s - err) / NOISE)
-            cells += [f"{np.mean(s):.3f}", f"{100 * np.mean(cover):.1f} %"]
-        print("| " + " | ".join(cells) + " |")
-    print()
+            else:
+                s = std[part]
+                # P(|y - mean| < z s) for a new target y ~ N(f, NOISE^2)
+                cover = norm.cdf((Z95 * s - err) / NOISE) - norm.cdf((-Z95 * s - err) / NOISE)
+                cells += [f"{np.mean(s):.3f}", f"{100 * np.mean(cover):.1f} %"]
+            quality.append("| " + " | ".join(cells) + " |")
+    print("\n".join(cost) + "\n\n" + "\n".join(quality) + "\n")
 
 
 def boston(repeats: int, splits: int) -> None:

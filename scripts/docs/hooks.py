@@ -7,6 +7,10 @@
   page; it is removed here, and ``docs/javascripts/mathjax.js`` typesets the notebooks too.
 - The API index (``docs/api/index.md``) must list every name of ``bayes_rvm.__all__``: the
   build fails on a name the table lacks.
+- The gallery: a page per example script of ``docs/gallery/`` (its docstring, its picture
+  from ``docs/gallery/images/``, its code) and an index of thumbnails, made from the
+  scripts at every build (``scripts/docs/gallery.py`` draws the pictures). The build fails
+  when an example has no picture.
 - Links from a notebook to a Markdown page (``[guide](../guide/full_bayes.md)``, relative to
   the notebook as in the other pages) are rewritten to the page's address, which
   mkdocs-jupyter leaves as they are.
@@ -16,10 +20,14 @@ from __future__ import annotations
 
 import posixpath
 import re
+import sys
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gallery
 
 HERE = Path(__file__).resolve().parent
 MATHJAX = HERE / "node_modules" / "mathjax" / "es5"
@@ -51,9 +59,40 @@ def on_files(files, config):
     for source in _mathjax_sources():
         uri = f"{SITE_DIR}/{source.relative_to(MATHJAX).as_posix()}"
         files.append(File.generated(config, uri, abs_src_path=str(source)))
+    for uri, text in _gallery_pages():
+        files.append(File.generated(config, uri, content=text))
     global _files
     _files = files
     return files
+
+
+def _gallery_pages() -> list[tuple[str, str]]:
+    pages = []
+    cards = []
+    for example in gallery.examples():
+        if not example.image.is_file():
+            raise PluginError(
+                f"the gallery example {example.path.name} has no picture {example.image}: "
+                f"run `python scripts/docs/gallery.py {example.name}`"
+            )
+        image = f"images/{example.name}.png"
+        pages.append((
+            f"gallery/{example.name}.md",
+            f"# {example.title}\n\n{example.description}\n\n![{example.title}]({image})\n\n"
+            f"```python\n{example.code}```\n\n"
+            f"[Download the script]({example.name}.py) and run it with `python "
+            f"{example.name}.py`, or the whole gallery with `python scripts/docs/gallery.py`.\n",
+        ))
+        cards.append(
+            f'<a href="{example.name}/"><img src="{image}" alt="{example.title}">'
+            f"<br>{example.title}</a>"
+        )
+    index = (
+        "# Gallery\n\nShort examples, one topic each. Every picture was drawn by the code on "
+        "its page (`python scripts/docs/gallery.py` draws them all again).\n\n"
+        '<div class="gallery">\n' + "\n".join(cards) + "\n</div>\n"
+    )
+    return [("gallery/index.md", index), *pages]
 
 
 def on_page_markdown(markdown, page, config, files):
