@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from bayes_rvm.basis import Basis
-from bayes_rvm.solvers._base import Prior, Type2Result
+from bayes_rvm.evidence import EPS, Prior
+from bayes_rvm.solvers._base import Type2Result
 from bayes_rvm.solvers._reestimation import (
-    EPS,
     Rules,
     State,
     reestimate,

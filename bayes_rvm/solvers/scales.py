@@ -40,9 +40,8 @@ from sklearn.exceptions import ConvergenceWarning
 from bayes_rvm import _linalg, laplace
 from bayes_rvm._validation import check_design, check_positive_int, check_target
 from bayes_rvm.basis import ExtraColumns, KernelBasis
-from bayes_rvm.evidence import log_evidence_gaussian
 from bayes_rvm.kernels import RBF, get_kernel
-from bayes_rvm.posterior import gaussian_posterior
+from bayes_rvm.posterior import fit_gaussian
 from bayes_rvm.solvers._base import EmptyModelWarning, Type2Result, _frozen, warn_empty_model
 
 __all__ = [
@@ -150,19 +149,17 @@ def log_evidence_scale_gradient(
     active = np.asarray(active, dtype=np.intp)
     alpha = np.asarray(alpha, dtype=np.float64)
     Phi = basis.columns(active)
-    L, mu = gaussian_posterior(Phi.T @ Phi, Phi.T @ t, alpha, beta)
-    residual = t - Phi @ mu
-    value = log_evidence_gaussian(L, mu, alpha, beta, float(residual @ residual), t.size)
+    fit = fit_gaussian(Phi, t, alpha, beta)
     # Phi Sigma by a Cholesky solve: Sigma = (A + beta Phi^T Phi)^-1 (eq. 12)
-    Phi_Sigma = _linalg.cho_solve(L, Phi.T).T if active.size else Phi
+    Phi_Sigma = _linalg.cho_solve(fit.L, Phi.T).T if active.size else Phi
     # Tipping (2001) eq. 55: D = beta [(t - y) mu^T - Phi Sigma]
-    D = beta * (np.outer(residual, mu) - Phi_Sigma)
+    D = beta * (np.outer(fit.residual, fit.mu) - Phi_Sigma)
     is_kernel = active < basis.n_centres
     # Tipping (2001) eq. 53 and 57: the bias and extra columns do not depend on eta
     gradient = kernel.log_scale_gradient(
         basis.X, basis.centres[active[is_kernel]], D[:, is_kernel]
     )
-    return value, gradient
+    return fit.log_marginal(), gradient
 
 
 def log_evidence_scale_gradient_bernoulli(
