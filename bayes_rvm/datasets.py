@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
-from bayes_rvm._validation import check_nonnegative, check_positive_int
+from bayes_rvm._validation import check_nonnegative, check_positive_int, lookup
 
 __all__ = [
     "FRIEDMAN2_NOISE",
@@ -89,12 +89,6 @@ def _rng(random_state) -> np.random.Generator:
             f"got {type(random_state).__name__}"
         )
     return np.random.default_rng(random_state)
-
-
-def _choice(value, name: str, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {list(options)}; got {value!r}")
-    return value
 
 
 def make_sinc(
@@ -143,8 +137,8 @@ def make_sinc(
     ((100, 1), (100,), -0.0544)
     """
     n = check_positive_int(n, "n")
-    noise = _choice(noise, "noise", _SINC_NOISE)
-    spacing = _choice(spacing, "spacing", _SINC_SPACING)
+    noise = lookup(_SINC_NOISE, noise, "noise")
+    spacing = lookup(_SINC_SPACING, spacing, "spacing")
     noise_level = check_nonnegative(noise_level, "noise_level")
     try:
         low, high = (float(v) for v in x_range)
