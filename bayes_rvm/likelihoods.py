@@ -35,6 +35,8 @@ __all__ = ["LIKELIHOODS", "Likelihood", "get_likelihood"]
 class Likelihood:
     """One observation model ``p(t | f)`` with ``f = Phi w`` and what supports it.
 
+    An entry of :data:`LIKELIHOODS`; look one up with :func:`get_likelihood`.
+
     Attributes
     ----------
     name : str
@@ -110,44 +112,19 @@ class Likelihood:
         return terms[self.name]
 
 
+_ALL = ("sequential", "mackay", "em")
+_GRADIENT = "log_evidence_scale_gradient"
+
 #: Likelihood name -> :class:`Likelihood`.
 LIKELIHOODS = {
-    "gaussian": Likelihood(
-        "gaussian",
-        link="identity",
-        solvers=("sequential", "mackay", "em"),
-        make_link=None,
-        scale_objective="log_evidence_scale_gradient",
-        pymc=True,
-        datatree=True,
-    ),
-    "bernoulli": Likelihood(
-        "bernoulli",
-        link="logistic",
-        solvers=("sequential", "mackay", "em"),
-        make_link=Bernoulli,
-        scale_objective="log_evidence_scale_gradient_bernoulli",
-        pymc=True,
-        datatree=True,
-    ),
-    "categorical": Likelihood(
-        "categorical",
-        link="softmax",
-        solvers=("mackay", "em"),
-        make_link=Categorical,
-        scale_objective=None,
-        pymc=False,
-        datatree=False,
-    ),
-    "student_t": Likelihood(
-        "student_t",
-        link="identity",
-        solvers=(),
-        make_link=None,
-        scale_objective=None,
-        pymc=True,
-        datatree=False,
-    ),
+    row[0]: Likelihood(*row)
+    for row in (
+        # name, link, type-II solvers, Laplace link, scale objective, PyMC term, DataTree
+        ("gaussian", "identity", _ALL, None, _GRADIENT, True, True),
+        ("bernoulli", "logistic", _ALL, Bernoulli, _GRADIENT + "_bernoulli", True, True),
+        ("categorical", "softmax", ("mackay", "em"), Categorical, None, False, False),
+        ("student_t", "identity", (), None, None, True, False),
+    )
 }
 
 

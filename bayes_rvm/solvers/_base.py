@@ -48,6 +48,8 @@ def _frozen(array) -> np.ndarray:
 class Type2Result:
     """A type-II maximum-likelihood fit: hyperparameters and the Gaussian weight posterior.
 
+    Returned by :func:`~bayes_rvm.fit_type2` (every solver); frozen, with read-only arrays.
+
     Attributes
     ----------
     likelihood : str

@@ -30,7 +30,7 @@ guarantee that the result is never worse than the starting scales are in
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -266,8 +266,8 @@ def fit_type2_scales(
     c: float = 0.0,
     d: float = 0.0,
     noise_var: float | None = None,
-    max_iter: int | None = None,
     tol: float = 1e-6,
+    max_iter: int | None = None,
     max_outer: int = 50,
     scale_tol: float = 1e-3,
     scale_gtol: float = 1e-2,
@@ -303,7 +303,7 @@ def fit_type2_scales(
         Constant column.
     extra : ExtraColumns or sequence
         Extra basis functions (Sec. 4.3), e.g. ``["linear", "quadratic"]``.
-    a, b, c, d, noise_var, max_iter, tol
+    a, b, c, d, noise_var, tol, max_iter
         As in :func:`bayes_rvm.fit_type2`, for every alpha step.
     max_outer : int
         Largest number of eta steps.
@@ -401,32 +401,17 @@ def fit_type2_scales(
             f"got {np.size(kernel.gamma)}"
         )
     eta0 = np.broadcast_to(np.asarray(kernel.gamma, dtype=np.float64), (X.shape[1],)).copy()
+    options = {"a": a, "b": b, "c": c, "d": d, "noise_var": noise_var, "tol": tol}
     search = _ScaleSearch(
         KernelBasis(X, type(kernel)(eta0), bias=bias, extra=extra),
         t,
         objective,
-        lambda basis, limit: fit_type2(
-            basis,
-            t,
-            likelihood,
-            solver,
-            a=a,
-            b=b,
-            c=c,
-            d=d,
-            noise_var=noise_var,
-            max_iter=limit,
-            tol=tol,
+        lambda basis, limit: fit_type2(basis, t, likelihood, solver, max_iter=limit, **options),
+        (np.log(eta0 * low), np.log(eta0 * high)),
+        _Settings(
+            max_iter, alpha_max_iter, max_outer, eta_steps, step_radius, scale_tol, scale_gtol
         ),
-        bounds=(np.log(eta0 * low), np.log(eta0 * high)),
-        max_iter=max_iter,
-        alpha_max_iter=alpha_max_iter,
-        max_outer=max_outer,
-        eta_steps=eta_steps,
-        step_radius=step_radius,
-        scale_tol=scale_tol,
-        scale_gtol=scale_gtol,
-        verbose=verbose,
+        verbose,
     )
     converged = search.run(probe_dimensions)
     if not converged:
@@ -470,6 +455,18 @@ class _Point(NamedTuple):
     log_eta: np.ndarray
 
 
+class _Settings(NamedTuple):
+    """The options of :func:`fit_type2_scales` that steer the search (see there)."""
+
+    max_iter: int | None
+    alpha_max_iter: int | None
+    max_outer: int
+    eta_steps: int
+    step_radius: float
+    scale_tol: float
+    scale_gtol: float
+
+
 class _ScaleSearch:
     """The alternation of alpha and eta steps of :func:`fit_type2_scales`, and its state.
 
@@ -483,27 +480,21 @@ class _ScaleSearch:
         self,
         base: KernelBasis,
         t: np.ndarray,
-        objective,
-        solve,
-        *,
+        objective: Callable,
+        solve: Callable[[KernelBasis, int | None], Type2Result],
         bounds: tuple[np.ndarray, np.ndarray],
-        max_iter: int | None,
-        alpha_max_iter: int | None,
-        max_outer: int,
-        eta_steps: int,
-        step_radius: float,
-        scale_tol: float,
-        scale_gtol: float,
+        settings: _Settings,
         verbose: bool,
     ):
+        """``solve(basis, max_iter)`` is the solver's fit at the scales of ``basis``;
+        ``objective`` the likelihood's scale gradient; ``bounds`` those of ``log eta``."""
         self.base, self.t, self.objective, self.solve = base, t, objective, solve
         self.lower, self.upper = bounds
-        self.max_iter, self.alpha_max_iter = max_iter, alpha_max_iter
-        self.max_outer, self.eta_steps, self.step_radius = max_outer, eta_steps, step_radius
-        self.scale_tol, self.scale_gtol, self.verbose = scale_tol, scale_gtol, verbose
-        self.start = self.best = self.alpha_step(np.log(base.kernel.gamma), max_iter)
+        self.settings, self.verbose = settings, verbose
+        eta0 = np.asarray(base.kernel.gamma, dtype=np.float64)
+        self.start = self.best = self.alpha_step(np.log(eta0), settings.max_iter)
         self.path = [self.start.fit.log_evidence]
-        self.scales_path = [np.exp(self.start.log_eta)]
+        self.scales_path = [eta0]
         self.n_outer = self.n_probe = 0
 
     def _basis(self, log_eta: np.ndarray) -> KernelBasis:
@@ -541,14 +532,14 @@ class _ScaleSearch:
                     f"M={fit.active.size} |grad|={np.max(np.abs(projected)):.2e} "
                     f"eta={np.exp(log_eta)}"
                 )
-            if np.max(np.abs(projected)) < self.scale_gtol:
+            if np.max(np.abs(projected)) < self.settings.scale_gtol:
                 return True
-            if self.n_outer == self.max_outer:
+            if self.n_outer == self.settings.max_outer:
                 return False
             self.n_outer += 1
             box = zip(
-                np.maximum(self.lower, log_eta - self.step_radius),
-                np.minimum(self.upper, log_eta + self.step_radius),
+                np.maximum(self.lower, log_eta - self.settings.step_radius),
+                np.minimum(self.upper, log_eta + self.settings.step_radius),
                 strict=True,
             )
             search = optimize.minimize(
@@ -557,7 +548,7 @@ class _ScaleSearch:
                 jac=True,
                 method="L-BFGS-B",
                 bounds=list(box),
-                options={"maxiter": self.eta_steps},
+                options={"maxiter": self.settings.eta_steps},
             )
             gain = -float(search.fun) - value
             if not gain > 0:
@@ -565,10 +556,11 @@ class _ScaleSearch:
                 return True
             log_eta = np.clip(search.x, self.lower, self.upper)
             previous = fit.log_evidence
-            step = self.alpha_step(log_eta, self.alpha_max_iter)
+            step = self.alpha_step(log_eta, self.settings.alpha_max_iter)
             fit = step.fit
             self.record(step)
-            if gain < self.scale_tol and abs(fit.log_evidence - previous) < self.scale_tol:
+            stalled = abs(fit.log_evidence - previous) < self.settings.scale_tol
+            if gain < self.settings.scale_tol and stalled:
                 return True
 
     def probe(self, point: _Point) -> _Point | None:
@@ -581,14 +573,14 @@ class _ScaleSearch:
             trial = point.log_eta.copy()
             trial[k] = self.lower[k]
             self.n_probe += 1
-            candidates.append(self.alpha_step(trial, self.alpha_max_iter))
+            candidates.append(self.alpha_step(trial, self.settings.alpha_max_iter))
             self.record(candidates[-1])
-        threshold = point.fit.log_evidence + self.scale_tol
+        threshold = point.fit.log_evidence + self.settings.scale_tol
         helped = [c for c in candidates if c.fit.log_evidence > threshold]
         if len(helped) > 1:
             trial = np.min([c.log_eta for c in helped], axis=0)
             self.n_probe += 1
-            candidates.append(self.alpha_step(trial, self.alpha_max_iter))
+            candidates.append(self.alpha_step(trial, self.settings.alpha_max_iter))
             self.record(candidates[-1])
             helped.append(candidates[-1])
         if self.verbose:
@@ -612,8 +604,8 @@ class _ScaleSearch:
         """The best point, refitted to convergence when its alpha step was cut short; the
         start if that refit is worse."""
         point = self.best
-        if point is not self.start and self.alpha_max_iter != self.max_iter:
-            point = self.alpha_step(point.log_eta, self.max_iter)
+        if point is not self.start and self.settings.alpha_max_iter != self.settings.max_iter:
+            point = self.alpha_step(point.log_eta, self.settings.max_iter)
             if point.fit.log_evidence < self.start.fit.log_evidence:
                 point = self.start
         return point
