@@ -276,7 +276,7 @@ class KernelBasis(Basis):
                 norms[start:stop] = _weighted_sq_norms(K, weights)
         tail = self.n_centres
         if self.bias:
-            if product is not None:
+            if product is not None and V is not None:
                 product[tail] = V.sum(axis=0)
             if norms is not None:
                 norms[tail] = self.n_rows if weights is None else np.sum(weights)

@@ -218,9 +218,9 @@ class Polynomial(Kernel):
     def __init__(self, degree: int = 3, gamma: float = 1.0, coef0: float = 1.0):
         if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
             raise ValueError(f"degree must be an integer >= 1, got {degree!r}")
-        self.degree = int(degree)
-        self.gamma = _check_scales(gamma)
-        self.coef0 = float(coef0)
+        self.degree: int = int(degree)
+        self.gamma: float | np.ndarray = _check_scales(gamma)
+        self.coef0: float = float(coef0)
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)

@@ -4,6 +4,7 @@ default-solver rule."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -24,7 +25,7 @@ from bayes_rvm.solvers._base import Type2Result, warn_empty_model
 __all__ = ["SOLVERS", "SOLVER_CHOICES", "default_solver", "fit_type2"]
 
 #: solver name -> (fit function, default max_iter)
-SOLVERS = {
+SOLVERS: dict[str, tuple[Callable[..., Type2Result], int]] = {
     "mackay": (mackay.fit, 10_000),
     "em": (em.fit, 100_000),
     "sequential": (sequential.fit, 100_000),

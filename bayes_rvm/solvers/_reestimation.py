@@ -55,7 +55,7 @@ class State:
     """
 
     alpha: np.ndarray
-    beta: float
+    beta: float | None
     L: np.ndarray
     mu: np.ndarray
     sigma_diag: np.ndarray
@@ -77,6 +77,20 @@ class State:
     def variance_sum(self) -> np.ndarray:
         """``sum_k Sigma_mk,mk`` per basis function (``Sigma_mm`` with one output)."""
         return self.sigma_diag if self.mu.ndim == 1 else np.sum(self.sigma_diag, axis=1)
+
+    @property
+    def residual_sq(self) -> float:
+        """``||t - Phi mu||^2`` (regression: the posterior of a Gaussian likelihood)."""
+        if self.rss is None:
+            raise ValueError("a Laplace posterior (classification) has no residual noise")
+        return self.rss
+
+    @property
+    def noise_precision(self) -> float:
+        """``beta`` (regression: the posterior of a Gaussian likelihood)."""
+        if self.beta is None:
+            raise ValueError("a Laplace posterior (classification) has no noise precision")
+        return self.beta
 
     @property
     def sigma(self) -> np.ndarray:
@@ -117,9 +131,10 @@ class State:
         largest = float(np.max(np.abs(g_alpha))) if g_alpha.size else 0.0
         if noise_learned:
             # Tipping (2001) eq. 45, times beta: d L / d log beta
-            g_beta = 0.5 * (n - self.beta * self.rss - float(np.sum(self.gamma)))
-            g_beta += prior.c - prior.d * self.beta
-            if not (self.beta >= beta_max and g_beta > 0):
+            beta = self.noise_precision
+            g_beta = 0.5 * (n - beta * self.residual_sq - float(np.sum(self.gamma)))
+            g_beta += prior.c - prior.d * beta
+            if not (beta >= beta_max and g_beta > 0):
                 largest = max(largest, abs(g_beta))
         return largest
 
@@ -301,6 +316,8 @@ def reestimate(
     """
     Phi = basis.toarray()
     n, n_basis = Phi.shape
+    step: GaussianStep | LaplaceStep
+    beta: float | None
     if link is None:
         step = GaussianStep(Phi, t, prior, noise_var)
         learn_noise = noise_var is None
@@ -332,7 +349,7 @@ def reestimate(
             converged = True
             break
         if learn_noise:
-            beta = 1.0 / max(rules.noise_var(state, beta, n, prior), floor)
+            beta = 1.0 / max(rules.noise_var(state, state.noise_precision, n, prior), floor)
         active, alpha = active[~drop], alpha_new[~drop]
         state = step.state(active, alpha, beta, state.mu[~drop])
     else:

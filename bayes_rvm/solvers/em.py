@@ -44,7 +44,8 @@ def _alpha(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
 
 def _noise_var(state: State, beta: float, n: int, prior: Prior) -> float:
     # Tipping (2001) eq. 50
-    return (state.rss + float(np.sum(state.gamma)) / beta + 2.0 * prior.d) / (n + 2.0 * prior.c)
+    rss = state.residual_sq
+    return (rss + float(np.sum(state.gamma)) / beta + 2.0 * prior.d) / (n + 2.0 * prior.c)
 
 
 def _prune(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:

@@ -24,7 +24,7 @@ def _alpha(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
 
 
 def _noise_var(state: State, beta: float, n: int, prior: Prior) -> float:
-    return noise_variance(state.rss, float(np.sum(state.gamma)), n, prior)
+    return noise_variance(state.residual_sq, float(np.sum(state.gamma)), n, prior)
 
 
 def _prune(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import optimize
@@ -401,9 +401,11 @@ def fit_type2_scales(
             f"got {np.size(kernel.gamma)}"
         )
     eta0 = np.broadcast_to(np.asarray(kernel.gamma, dtype=np.float64), (X.shape[1],)).copy()
-    options = {"a": a, "b": b, "c": c, "d": d, "noise_var": noise_var, "tol": tol}
+    options: dict[str, Any] = {"a": a, "b": b, "c": c, "d": d, "noise_var": noise_var, "tol": tol}
+    start = type(kernel)(eta0)
     search = _ScaleSearch(
-        KernelBasis(X, type(kernel)(eta0), bias=bias, extra=extra),
+        start,
+        KernelBasis(X, start, bias=bias, extra=extra),
         t,
         objective,
         lambda basis, limit: fit_type2(basis, t, likelihood, solver, max_iter=limit, **options),
@@ -434,7 +436,7 @@ def fit_type2_scales(
     _, gradient = search.evaluate(point.log_eta, point.fit)
     return ScalesFit(
         result=point.fit,
-        kernel=point.basis.kernel,
+        kernel=_check_scalable(point.basis.kernel),
         basis=point.basis,
         scales=np.exp(point.log_eta),
         initial_scales=eta0,
@@ -478,6 +480,7 @@ class _ScaleSearch:
 
     def __init__(
         self,
+        kernel: RBF,
         base: KernelBasis,
         t: np.ndarray,
         objective: Callable,
@@ -486,19 +489,21 @@ class _ScaleSearch:
         settings: _Settings,
         verbose: bool,
     ):
-        """``solve(basis, max_iter)`` is the solver's fit at the scales of ``basis``;
+        """``kernel`` at the starting scales, ``base`` the training basis with it;
+        ``solve(basis, max_iter)`` is the solver's fit at the scales of ``basis``;
         ``objective`` the likelihood's scale gradient; ``bounds`` those of ``log eta``."""
+        self.kernel_type = type(kernel)
         self.base, self.t, self.objective, self.solve = base, t, objective, solve
         self.lower, self.upper = bounds
         self.settings, self.verbose = settings, verbose
-        eta0 = np.asarray(base.kernel.gamma, dtype=np.float64)
+        eta0 = np.asarray(kernel.gamma, dtype=np.float64)
         self.start = self.best = self.alpha_step(np.log(eta0), settings.max_iter)
         self.path = [self.start.fit.log_evidence]
         self.scales_path = [eta0]
         self.n_outer = self.n_probe = 0
 
     def _basis(self, log_eta: np.ndarray) -> KernelBasis:
-        return self.base.with_kernel(type(self.base.kernel)(np.exp(log_eta)))
+        return self.base.with_kernel(self.kernel_type(np.exp(log_eta)))
 
     def alpha_step(self, log_eta: np.ndarray, limit: int | None) -> _Point:
         """The solver's fit of ``alpha`` (and ``beta``) at the scales ``exp(log_eta)``."""
