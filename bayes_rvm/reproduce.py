@@ -57,6 +57,7 @@ from sklearn.svm import SVC, SVR
 
 import bayes_rvm
 from bayes_rvm import datasets
+from bayes_rvm._validation import lookup
 from bayes_rvm.estimators import RVC, RVR
 
 __all__ = [
@@ -663,15 +664,10 @@ def merge_runs(directories) -> list[RowResult]:
 
 
 def _row_keys(names: list[str]) -> list[str]:
-    keys = []
+    choices = {**ROW_GROUPS, **{key: (key,) for key in ROWS}}
+    keys: list[str] = []
     for name in names:
-        if name in ROW_GROUPS:
-            keys += ROW_GROUPS[name]
-        elif name in ROWS:
-            keys.append(name)
-        else:
-            valid = ", ".join([*ROW_GROUPS, *ROWS])
-            raise ValueError(f"unknown row {name!r}; expected one of: {valid}")
+        keys += lookup(choices, name, "row")
     return list(dict.fromkeys(keys))
 
 
