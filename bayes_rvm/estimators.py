@@ -128,9 +128,9 @@ class _BaseRVM(BaseEstimator):
         options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
             options.update(c=self.c, d=self.d, noise_var=self.noise_var)
+        solver = default_solver(self.solver, likelihood, self.a, self.b)
         self.scales_ = None
         if not self.optimize_scales:
-            solver = default_solver(self.solver, likelihood, self.a, self.b)
             result = fit_type2(basis, y, likelihood, solver, verbose=self.verbose, **options)
         elif isinstance(basis, PrecomputedBasis):
             raise ValueError("optimize_scales=True needs the inputs, not kernel='precomputed'")
@@ -140,7 +140,7 @@ class _BaseRVM(BaseEstimator):
                 y,
                 basis.kernel,
                 likelihood,
-                default_solver(self.solver, likelihood, self.a, self.b),
+                solver,
                 bias=self.bias,
                 extra=basis.extra,
                 verbose=self.verbose,
