@@ -8,19 +8,27 @@ object can follow from bad input.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import scipy.sparse
 from sklearn.utils.multiclass import check_classification_targets
 
 __all__ = [
+    "check_bool",
     "check_class_labels",
     "check_design",
     "check_noise_var",
     "check_nonnegative",
     "check_open_unit",
     "check_positive_int",
+    "check_positive_real",
+    "check_real",
     "check_target",
+    "lookup",
+    "none_or",
+    "one_of",
+    "validate_parameters",
 ]
 
 
@@ -69,9 +77,55 @@ def check_target(t, n_rows: int, name: str = "t") -> np.ndarray:
     return t
 
 
+def lookup(table, name, what: str):
+    """The entry of option ``name`` in ``table`` (a mapping, or a sequence of names).
+
+    The one way string options are read (solvers, likelihoods, kernels, samplers, data
+    set variants, ...): an unknown name raises ``ValueError`` listing the valid ones.
+    """
+    if not isinstance(name, str) or name not in table:
+        valid = ", ".join(repr(k) for k in table)
+        raise ValueError(f"unknown {what} {name!r}; expected one of: {valid}")
+    return table[name] if isinstance(table, Mapping) else name
+
+
+def _is_real(value) -> bool:
+    """Python or NumPy integers and floats; not bool (``True`` is no tolerance)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def check_real(value, name: str) -> float:
+    """A finite real number (Python or NumPy int or float, not bool)."""
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return value
+
+
+def check_positive_real(value, name: str) -> float:
+    """A finite real number > 0 (tolerances, step sizes)."""
+    if not _is_real(value):
+        raise TypeError(
+            f"{name} must be a finite number > 0, got {value!r} ({type(value).__name__})"
+        )
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return value
+
+
+def check_bool(value, name: str) -> bool:
+    """``True`` or ``False`` (Python or NumPy booleans)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
 def check_nonnegative(value, name: str) -> float:
     """A finite real number >= 0 (the Gamma hyperparameters a, b, c, d)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not _is_real(value):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     value = float(value)
     if not np.isfinite(value) or value < 0:
@@ -79,22 +133,22 @@ def check_nonnegative(value, name: str) -> float:
     return value
 
 
-def check_noise_var(noise_var) -> float | None:
+def check_noise_var(noise_var, name: str = "noise_var") -> float | None:
     """``None`` (learn the noise) or a finite variance > 0."""
     if noise_var is None:
         return None
-    if isinstance(noise_var, bool) or not isinstance(noise_var, numbers.Real):
-        raise TypeError(f"noise_var must be None or a positive number, got {noise_var!r}")
+    if not _is_real(noise_var):
+        raise TypeError(f"{name} must be None or a positive number, got {noise_var!r}")
     noise_var = float(noise_var)
     if not np.isfinite(noise_var) or noise_var <= 0:
-        raise ValueError(f"noise_var must be None or a finite number > 0, got {noise_var}")
+        raise ValueError(f"{name} must be None or a finite number > 0, got {noise_var}")
     return noise_var
 
 
 def check_positive_int(value, name: str, minimum: int = 1) -> int:
     """An integer >= ``minimum`` (1 by default; 0 for counts that may be zero)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}")
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     return int(value)
@@ -102,11 +156,43 @@ def check_positive_int(value, name: str, minimum: int = 1) -> int:
 
 def check_open_unit(value, name: str) -> float:
     """A real number strictly between 0 and 1 (a probability target such as target_accept)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not _is_real(value):
         raise TypeError(f"{name} must be a number in (0, 1), got {type(value).__name__}")
     if not 0.0 < float(value) < 1.0:
         raise ValueError(f"{name} must be in (0, 1), got {value}")
     return float(value)
+
+
+def one_of(table, what: str | None = None) -> Callable:
+    """Constraint: a name in ``table`` (see :func:`lookup`)."""
+
+    def check(value, name: str):
+        return lookup(table, value, what or name)
+
+    return check
+
+
+def none_or(check: Callable) -> Callable:
+    """Constraint: ``None``, or what ``check`` accepts."""
+
+    def check_or_none(value, name: str):
+        return None if value is None else check(value, name)
+
+    return check_or_none
+
+
+def validate_parameters(estimator) -> None:
+    """Check every constructor parameter of ``estimator`` against its constraint.
+
+    ``type(estimator)._parameter_constraints`` maps each parameter name to a function
+    ``check(value, name)`` that raises ``TypeError`` (wrong kind of value) or
+    ``ValueError`` (right kind, invalid value) with a message naming the parameter, what
+    was expected and what came; the same declarative table that scikit-learn's
+    estimators keep, with this package's checks.
+    """
+    constraints = type(estimator)._parameter_constraints
+    for name, value in estimator.get_params(deep=False).items():
+        constraints[name](value, name)
 
 
 def _label_kind(value) -> str:

@@ -4,7 +4,12 @@
 A :class:`KernelBasis` never forms the full ``N x N`` kernel matrix unless asked
 (:meth:`~KernelBasis.toarray`): the solvers ask for a few columns at a time or for
 products ``Phi^T V`` computed in blocks of centres, so that memory stays ``O(N M)``.
-:class:`DenseBasis` wraps a user-given matrix (a precomputed kernel, any basis).
+:class:`PrecomputedBasis` is the same layout over a kernel matrix the user computed,
+:class:`DenseBasis` wraps any user-given design matrix.
+
+After a fit, :meth:`KernelBasis.restrict` keeps the columns the solver kept: the
+:class:`FittedBasis` it returns evaluates the design rows of new inputs over exactly
+those basis functions, with the kernel, bias and extra columns as fitted.
 """
 
 from __future__ import annotations
@@ -19,7 +24,15 @@ import numpy as np
 from bayes_rvm._validation import check_design
 from bayes_rvm.kernels import Kernel
 
-__all__ = ["Basis", "DenseBasis", "ExtraColumns", "KernelBasis", "as_basis"]
+__all__ = [
+    "Basis",
+    "DenseBasis",
+    "ExtraColumns",
+    "FittedBasis",
+    "KernelBasis",
+    "PrecomputedBasis",
+    "as_basis",
+]
 
 #: Bytes one block of kernel columns may take while computing ``Phi^T V``. Small enough
 #: for the elementwise passes of the kernel evaluation to stay in cache: a 5000 x 5000
@@ -210,12 +223,7 @@ class KernelBasis(Basis):
         return other
 
     def _kernel(self, X: np.ndarray, centres: np.ndarray) -> np.ndarray:
-        K = np.asarray(self.kernel(X, centres), dtype=np.float64)
-        if K.shape != (X.shape[0], centres.shape[0]):
-            raise ValueError(
-                f"kernel returned shape {K.shape}, expected {(X.shape[0], centres.shape[0])}"
-            )
-        return K
+        return _kernel_values(self.kernel, X, centres)
 
     def _split(self, idx) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Positions in ``idx`` of kernel, bias and extra columns, and their local indices."""
@@ -226,17 +234,17 @@ class KernelBasis(Basis):
 
     def evaluate(self, X, idx) -> np.ndarray:
         """Rows of the design matrix for new inputs ``X``, columns ``idx`` only."""
-        X = check_design(X, "X")
-        idx, is_kernel, is_extra = self._split(idx)
-        out = np.empty((X.shape[0], idx.size))
-        if is_kernel.any():
-            out[:, is_kernel] = self._kernel(X, self.centres[idx[is_kernel]])
-        if self.bias:
-            out[:, idx == self.n_centres] = 1.0
-        if is_extra.any():
-            values, _ = self.extra.evaluate(X)
-            out[:, is_extra] = values[:, idx[is_extra] - self.n_centres - int(self.bias)]
-        return out
+        return _design_rows(X, self.kernel, self.centres, self.bias, self.extra, self._split(idx))
+
+    @classmethod
+    def _at_inputs(cls, X, kernel, bias: bool, extra: ExtraColumns) -> KernelBasis:
+        """A basis of this kind centred on the inputs ``X`` and evaluated there."""
+        return cls(X, kernel, bias=bias, extra=extra)
+
+    def restrict(self, active) -> FittedBasis:
+        """The basis functions in columns ``active`` (a fit's active set), as a
+        :class:`FittedBasis` that evaluates them at new inputs."""
+        return FittedBasis(self, active)
 
     def columns(self, idx) -> np.ndarray:
         idx, is_kernel, is_extra = self._split(idx)
@@ -268,7 +276,7 @@ class KernelBasis(Basis):
                 norms[start:stop] = _weighted_sq_norms(K, weights)
         tail = self.n_centres
         if self.bias:
-            if product is not None:
+            if product is not None and V is not None:
                 product[tail] = V.sum(axis=0)
             if norms is not None:
                 norms[tail] = self.n_rows if weights is None else np.sum(weights)
@@ -301,6 +309,143 @@ class KernelBasis(Basis):
 
     def sq_norms(self) -> np.ndarray:
         return self._pass(None, True)[1]
+
+
+def _kernel_values(kernel, X: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    K = np.asarray(kernel(X, centres), dtype=np.float64)
+    if K.shape != (X.shape[0], centres.shape[0]):
+        raise ValueError(
+            f"kernel returned shape {K.shape}, expected {(X.shape[0], centres.shape[0])}"
+        )
+    return K
+
+
+def _design_rows(X, kernel, centres, bias: bool, extra: ExtraColumns, split) -> np.ndarray:
+    """Rows ``[k(X, centres) | 1 | extra(X)]`` at inputs ``X``, over the columns that
+    ``split`` (from :meth:`KernelBasis._split`) selects, in its order."""
+    X = check_design(X, "X")
+    idx, is_kernel, is_extra = split
+    n_centres = centres.shape[0]
+    out = np.empty((X.shape[0], idx.size))
+    if is_kernel.any():
+        out[:, is_kernel] = _kernel_values(kernel, X, centres[idx[is_kernel]])
+    if bias:
+        out[:, idx == n_centres] = 1.0
+    if is_extra.any():
+        values, _ = extra.evaluate(X)
+        out[:, is_extra] = values[:, idx[is_extra] - n_centres - int(bias)]
+    return out
+
+
+class _GramColumns(Kernel):
+    """The basis functions of a precomputed kernel matrix: the value of centre ``j`` at a
+    row of kernel values is that row's entry ``j`` (the centres hold column numbers)."""
+
+    def __call__(self, X, Y=None) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        columns = np.arange(X.shape[1]) if Y is None else np.asarray(Y)[:, 0].astype(np.intp)
+        return X[:, columns]
+
+
+class PrecomputedBasis(KernelBasis):
+    """``Phi = [K | 1]`` for a kernel matrix ``K`` computed by the user.
+
+    Column ``j`` of ``K`` is the basis function centred on training input ``j``; new rows
+    ``K_new = k(X_new, X_train)`` give the design rows of new inputs
+    (:meth:`~KernelBasis.evaluate`, :meth:`FittedBasis.design`). No extra columns: they
+    need the inputs, which a kernel matrix does not carry.
+
+    Parameters
+    ----------
+    K : array of shape (n_rows, n_centres)
+        ``k(x_n, x_j)`` for the training inputs ``x_n`` and the centres ``x_j`` (square
+        for the RVM: the training inputs are the centres).
+    bias : bool
+        Append a constant column.
+    """
+
+    def __init__(self, K, bias: bool = True):
+        K = check_design(K, "K")
+        centres = np.arange(K.shape[1], dtype=np.float64)[:, None]
+        super().__init__(K, _GramColumns(), centres=centres, bias=bias)
+
+    @classmethod
+    def _at_inputs(cls, X, kernel, bias: bool, extra: ExtraColumns) -> PrecomputedBasis:
+        return cls(X, bias=bias)
+
+
+class FittedBasis:
+    """The basis functions a fit kept, evaluated at new inputs.
+
+    Made by :meth:`KernelBasis.restrict` from the training basis and the fit's active
+    columns. It holds what predictions need and nothing of the training set beyond the
+    kept centres: the fitted kernel (learned input scales included), the kept centres,
+    whether the bias and which extra columns are kept.
+
+    Attributes
+    ----------
+    active : ndarray of int
+        The kept columns of the training basis, in the fit's order.
+    column_names : list of str
+        Name of every kept column: ``"k12"`` (the kernel centred on training input 12),
+        ``"bias"``, or the name of an extra column.
+    relevance_indices : ndarray of int
+        Training inputs that are kept centres (the relevance vectors), in the order of
+        :attr:`active`.
+    is_kernel, is_bias, is_extra : ndarray of bool
+        Kind of every kept column.
+    extra_names : list of str
+        Names of all extra columns of the training basis, kept or not.
+    kernel : Kernel or callable
+    n_train : int
+        Rows of the training basis.
+    """
+
+    def __init__(self, basis: KernelBasis, active):
+        idx, self.is_kernel, self.is_extra = basis._split(active)
+        self.active = idx
+        self.is_bias = ~self.is_kernel & ~self.is_extra
+        self.column_names = [basis.column_names[j] for j in idx]
+        self.extra_names = basis.column_names[basis.n_centres + int(basis.bias) :]
+        self.relevance_indices = idx[self.is_kernel]
+        self.kernel = basis.kernel
+        self.n_train = basis.n_rows
+        self._kind = type(basis)
+        self._bias = basis.bias
+        self._extra = basis.extra
+        self._centres = basis.centres[self.relevance_indices]
+        # column of every kept function in [k(., kept centres) | 1 | extra]
+        n_kept = self.relevance_indices.size
+        local = idx.copy()
+        local[self.is_kernel] = np.arange(n_kept)
+        local[~self.is_kernel] -= basis.n_centres - n_kept
+        self._split = (local, self.is_kernel, self.is_extra)
+
+    @property
+    def n_columns(self) -> int:
+        return self.active.size
+
+    def design(self, X) -> np.ndarray:
+        """Design rows of inputs ``X`` over the kept basis functions, in the order of
+        :attr:`active` (the columns the fit's weights belong to)."""
+        return _design_rows(X, self.kernel, self._centres, self._bias, self._extra, self._split)
+
+    def training_basis(self, X) -> KernelBasis:
+        """The whole training basis (every column, kept or not) at the fitted kernel,
+        rebuilt from the training inputs ``X``.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` does not have the training set's number of rows.
+        """
+        full = self._kind._at_inputs(X, self.kernel, self._bias, self._extra)
+        if full.n_rows != self.n_train:
+            raise ValueError(
+                f"expected the {self.n_train} training inputs the basis was fitted on, "
+                f"got {full.n_rows}"
+            )
+        return full
 
 
 def as_basis(Phi) -> Basis:

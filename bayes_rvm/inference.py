@@ -38,10 +38,10 @@ from bayes_rvm._validation import (
     check_open_unit,
     check_positive_int,
     check_target,
+    lookup,
 )
-from bayes_rvm.basis import KernelBasis
 from bayes_rvm.posterior import gaussian_posterior
-from bayes_rvm.pymc_model import _lookup, build_model, model_spec
+from bayes_rvm.pymc_model import build_model, model_spec
 from bayes_rvm.solvers import Type2Result
 
 __all__ = [
@@ -274,7 +274,7 @@ def sample(
         width), before any sampling.
     """
     spec = model_spec(model)
-    module = _lookup(NUTS_SAMPLERS, nuts_sampler, "nuts_sampler")
+    module = lookup(NUTS_SAMPLERS, nuts_sampler, "nuts_sampler")
     if module is not None and importlib.util.find_spec(module) is None:
         raise ImportError(
             f"nuts_sampler={nuts_sampler!r} needs the {module!r} package, which is not "
@@ -348,7 +348,7 @@ def fit_vi(
         the wrong width), before the optimisation starts.
     """
     spec = model_spec(model)
-    method = _lookup(VI_METHODS, method, "VI method")
+    method = lookup(VI_METHODS, method, "VI method")
     Phi, t = _training_data(model)
     Phi_new = _new_design(spec, Phi.shape[1], X_new, Phi_new)
     n, draws = check_positive_int(n, "n"), check_positive_int(draws, "draws")
@@ -389,23 +389,15 @@ def _estimator_design(estimator, X, basis: str):
             f"{len(classes)} classes"
         )
     X = validate_data(estimator, X, reset=False, dtype=np.float64)
-    result = estimator.result_
-    full, _ = estimator._build_basis(X)
-    if full.n_rows != estimator.n_train_:
-        raise ValueError(
-            f"expected the {estimator.n_train_} training inputs the estimator was fitted on, "
-            f"got {full.n_rows}"
-        )
-    columns = np.sort(result.active) if basis == "relevant" else np.arange(full.n_columns)
+    # the basis as fitted (kernel, learned scales, bias, extra columns), at the training X
+    full = estimator.basis_.training_basis(X)
+    active = estimator.result_.active
+    columns = np.sort(active) if basis == "relevant" else np.arange(full.n_columns)
     names = np.asarray(full.column_names)[columns]
 
     def design(X_new):
         X_new = validate_data(estimator, X_new, reset=False, dtype=np.float64)
-        if isinstance(full, KernelBasis):
-            return full.evaluate(X_new, columns)
-        # kernel="precomputed": X_new holds k(x_new, x_train), then the bias column
-        rows = np.column_stack([X_new, np.ones(X_new.shape[0])]) if estimator.bias else X_new
-        return rows[:, columns]
+        return full.evaluate(X_new, columns)
 
     return full.columns(columns), names, columns, design
 
@@ -455,7 +447,7 @@ def model_from_estimator(
         kernel centred on training input 12, ``"bias"``), and predictions from new inputs:
         ``sample(model, X_new=...)``.
     """
-    basis = _lookup(BASIS_CHOICES, basis, "basis")
+    basis = lookup(BASIS_CHOICES, basis, "basis")
     Phi, names, _, design = _estimator_design(estimator, X, basis)
     result = estimator.result_
     t = _targets(estimator, y, Phi.shape[0])
@@ -515,7 +507,7 @@ def to_inference_data(
     -------
     xarray.DataTree
     """
-    basis = _lookup(BASIS_CHOICES, basis, "basis")
+    basis = lookup(BASIS_CHOICES, basis, "basis")
     if isinstance(fit, Type2Result):
         result = fit
         Phi = X.toarray() if hasattr(X, "toarray") else check_design(X)

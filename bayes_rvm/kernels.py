@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from bayes_rvm._validation import lookup
+
 __all__ = [
     "RBF",
     "CallableKernel",
@@ -21,6 +23,8 @@ __all__ = [
     "Linear",
     "LinearSpline",
     "Polynomial",
+    "check_gamma",
+    "check_kernel",
     "get_kernel",
 ]
 
@@ -214,9 +218,9 @@ class Polynomial(Kernel):
     def __init__(self, degree: int = 3, gamma: float = 1.0, coef0: float = 1.0):
         if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
             raise ValueError(f"degree must be an integer >= 1, got {degree!r}")
-        self.degree = int(degree)
-        self.gamma = _check_scales(gamma)
-        self.coef0 = float(coef0)
+        self.degree: int = int(degree)
+        self.gamma: float | np.ndarray = _check_scales(gamma)
+        self.coef0: float = float(coef0)
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)
@@ -271,17 +275,33 @@ KERNELS = {
 }
 
 
+#: Kernel names the estimators accept: :data:`KERNELS` and a precomputed kernel matrix.
+KERNEL_CHOICES = (*KERNELS, "precomputed")
+
+
+def check_kernel(kernel, name: str = "kernel"):
+    """A name in :data:`KERNEL_CHOICES`, a :class:`Kernel` or a callable, as given."""
+    if isinstance(kernel, str):
+        return lookup(KERNEL_CHOICES, kernel, name)
+    if not callable(kernel):
+        raise TypeError(f"{name} must be a name, a Kernel or a callable k(X, Y); got {kernel!r}")
+    return kernel
+
+
+def check_gamma(gamma, name: str = "gamma"):
+    """``"scale"``, ``"auto"``, a number > 0, or one number > 0 per input dimension."""
+    if isinstance(gamma, str):
+        if gamma not in ("scale", "auto"):
+            raise ValueError(f"{name} must be 'scale', 'auto' or a positive number; got {gamma!r}")
+        return gamma
+    return _check_scales(gamma, name)
+
+
 def get_kernel(kernel, gamma: float | np.ndarray = 1.0, degree: int = 3, coef0: float = 1.0):
     """A :class:`Kernel` from a name in :data:`KERNELS`, a Kernel, or a callable."""
+    kernel = check_kernel(kernel)
     if isinstance(kernel, Kernel):
         return kernel
     if isinstance(kernel, str):
-        try:
-            factory = KERNELS[kernel]
-        except KeyError:
-            valid = ", ".join(sorted([*KERNELS, "precomputed"]))
-            raise ValueError(f"unknown kernel {kernel!r}; expected one of: {valid}") from None
-        return factory(gamma, degree, coef0)
-    if callable(kernel):
-        return CallableKernel(kernel)
-    raise TypeError(f"kernel must be a name, a Kernel or a callable k(X, Y); got {kernel!r}")
+        return lookup(KERNELS, kernel, "kernel")(gamma, degree, coef0)
+    return CallableKernel(kernel)

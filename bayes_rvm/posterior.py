@@ -6,11 +6,14 @@ eq. 12-13) are kept as the lower Cholesky factor ``L`` of ``Sigma^-1`` and ``mu`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from bayes_rvm import _linalg
+from bayes_rvm.evidence import Prior, log_evidence_gaussian
 
-__all__ = ["gaussian_posterior", "predictive"]
+__all__ = ["GaussianFit", "fit_gaussian", "gaussian_posterior", "predictive"]
 
 
 def gaussian_posterior(
@@ -37,6 +40,91 @@ def gaussian_posterior(
     # Tipping (2001) eq. 13: mu = beta Sigma Phi^T t
     mu = _linalg.cho_solve(L, beta * phi_t)
     return L, mu
+
+
+@dataclass(frozen=True)
+class GaussianFit:
+    """The Gaussian weight posterior at given ``alpha, beta``, and the evidence from it.
+
+    Built by :func:`fit_gaussian`. Every solver that needs the posterior of a Gaussian
+    likelihood (re-estimation, the sequential algorithm's checks, the input-scale
+    gradient) takes it from here: eq. 12-13 for the factor and the mean, eq. 36 for the
+    objective.
+
+    Attributes
+    ----------
+    L : ndarray of shape (M, M)
+        Lower Cholesky factor of ``Sigma^-1 = A + beta Phi^T Phi`` (eq. 12).
+    mu : ndarray of shape (M,)
+        Posterior mean ``beta Sigma Phi^T t`` (eq. 13).
+    residual : ndarray of shape (N,)
+        ``t - Phi mu``.
+    alpha : ndarray of shape (M,)
+    beta : float
+    """
+
+    L: np.ndarray
+    mu: np.ndarray
+    residual: np.ndarray
+    alpha: np.ndarray
+    beta: float
+
+    @property
+    def rss(self) -> float:
+        """``||t - Phi mu||^2``."""
+        return float(self.residual @ self.residual)
+
+    @property
+    def sigma_diag(self) -> np.ndarray:
+        """``diag(Sigma)`` by triangular solves."""
+        return _linalg.inverse_diag(self.L)
+
+    def log_marginal(self) -> float:
+        """``log N(t | 0, beta^-1 I + Phi A^-1 Phi^T)`` (eq. 15 through eq. 38 and 41)."""
+        return log_evidence_gaussian(self.L, self.mu, self.alpha, self.beta, self.rss, self.n)
+
+    @property
+    def n(self) -> int:
+        return self.residual.size
+
+    def log_evidence(self, prior: Prior, *, noise_learned: bool = True) -> float:
+        """The objective of eq. 36: :meth:`log_marginal` plus the Gamma hyperprior terms
+        (the noise term only when ``beta`` is learned)."""
+        return self.log_marginal() + prior.log_density(
+            self.alpha, self.beta if noise_learned else None
+        )
+
+
+def fit_gaussian(
+    Phi: np.ndarray,
+    t: np.ndarray,
+    alpha: np.ndarray,
+    beta: float,
+    *,
+    gram: np.ndarray | None = None,
+    phi_t: np.ndarray | None = None,
+) -> GaussianFit:
+    """The Gaussian posterior over the weights of the columns of ``Phi`` (Tipping 2001,
+    eq. 12-13) and its residual.
+
+    Parameters
+    ----------
+    Phi : array of shape (N, M)
+        The active columns.
+    t : array of shape (N,)
+    alpha : array of shape (M,)
+    beta : float
+    gram, phi_t : arrays, optional
+        ``Phi^T Phi`` and ``Phi^T t`` when the caller has them (computed otherwise).
+
+    Returns
+    -------
+    GaussianFit
+    """
+    gram = Phi.T @ Phi if gram is None else gram
+    phi_t = Phi.T @ t if phi_t is None else phi_t
+    L, mu = gaussian_posterior(gram, phi_t, alpha, beta)
+    return GaussianFit(L, mu, t - Phi @ mu, alpha, beta)
 
 
 def predictive(

@@ -57,7 +57,8 @@ from sklearn.svm import SVC, SVR
 
 import bayes_rvm
 from bayes_rvm import datasets
-from bayes_rvm.estimators import RVR
+from bayes_rvm._validation import lookup
+from bayes_rvm.estimators import RVC, RVR
 
 __all__ = [
     "PAPER_NORMALISED_MEANS",
@@ -270,11 +271,6 @@ ROW_GROUPS = {
 # ---------------------------------------------------------------- models
 
 
-def _rvc_class():
-    """``bayes_rvm.RVC`` when the package has it, else None (rows then report no RVM)."""
-    return getattr(bayes_rvm, "RVC", None)
-
-
 def _scaler(row: Row):
     return StandardScaler() if row.standardise else FunctionTransformer()
 
@@ -312,22 +308,20 @@ def _svm_search(row: Row, protocol: Protocol, cv) -> GridSearchCV:
     return GridSearchCV(make_pipeline(_scaler(row), svc), grid, cv=cv, scoring="accuracy")
 
 
-def _rvm_search(row: Row, protocol: Protocol, cv) -> GridSearchCV | None:
+def _rvm_search(row: Row, protocol: Protocol, cv) -> GridSearchCV:
     if row.task == "regression":
         estimator, scoring = (
             RVR(kernel="rbf", max_iter=protocol.rvm_max_iter),
             "neg_mean_squared_error",
         )
     else:
-        RVC = _rvc_class()
-        if RVC is None:
-            return None
-        estimator, scoring = RVC(kernel="rbf", max_iter=protocol.rvm_max_iter), "accuracy"
-        if row.multiclass:
-            estimator = OneVsRestClassifier(estimator)
+        # more than two classes: ten one-vs-rest classifiers, the paper's USPS strategy
+        estimator, scoring = (
+            RVC(kernel="rbf", max_iter=protocol.rvm_max_iter, multi_class="ovr"),
+            "accuracy",
+        )
     model = make_pipeline(_scaler(row), estimator)
-    step = model.steps[-1][0]
-    key = f"{step}__estimator__gamma" if row.multiclass else f"{step}__gamma"
+    key = f"{model.steps[-1][0]}__gamma"
     return GridSearchCV(model, {key: _gamma_grid(row, protocol)}, cv=cv, scoring=scoring)
 
 
@@ -344,16 +338,16 @@ def _n_vectors(model) -> int:
         return sum(_n_vectors(m) for m in model.estimators_)
     if hasattr(model, "support_"):
         return int(model.support_.shape[0])
+    if isinstance(model, RVC):
+        return int(model.n_relevance_)
     return int(model.relevance_indices_.shape[0])
 
 
-def _converged(model) -> bool | None:
-    """Whether the final RVM fit converged (None when the estimator does not say)."""
-    if isinstance(model, OneVsRestClassifier):
-        flags = [_converged(m) for m in model.estimators_]
-        return None if None in flags else all(flags)
-    result = getattr(model, "result_", None)
-    return None if result is None else bool(result.converged)
+def _converged(model: RVR | RVC) -> bool:
+    """Whether the final RVM fit converged (every classifier of a one-vs-rest RVC)."""
+    if hasattr(model, "estimators_"):
+        return all(_converged(m) for m in model.estimators_)
+    return bool(model.result_.converged)
 
 
 def _fit(search: GridSearchCV, row: Row, split: Split, cv_subset=None) -> dict:
@@ -391,7 +385,6 @@ class RowResult:
     row: Row
     repeats: int
     runs: list[dict] = field(default_factory=list)
-    rvm_available: bool = True
     seconds: float = 0.0
 
     def values(self, model: str, what: str) -> np.ndarray:
@@ -455,21 +448,18 @@ def run_rows(
                 "svm_params": svm["params"],
                 "svm_seconds": svm["seconds"],
             }
-            rvm_search = _rvm_search(row, protocol, cv)
-            line = f"SVM {svm['error']:.4g} ({svm['vectors']})"
-            if rvm_search is None:
-                result.rvm_available = False
-                line += "  RVM not run: bayes_rvm.RVC is not available"
-            else:
-                rvm = _fit(rvm_search, row, split, cv_subset)
-                record |= {
-                    "rvm_error": rvm["error"],
-                    "rvm_vectors": rvm["vectors"],
-                    "rvm_gamma": rvm["gamma"],
-                    "rvm_converged": _converged(rvm["model"]),
-                    "rvm_seconds": rvm["seconds"],
-                }
-                line += f"  RVM {rvm['error']:.4g} ({rvm['vectors']}, gamma {rvm['gamma']:.3g})"
+            rvm = _fit(_rvm_search(row, protocol, cv), row, split, cv_subset)
+            record |= {
+                "rvm_error": rvm["error"],
+                "rvm_vectors": rvm["vectors"],
+                "rvm_gamma": rvm["gamma"],
+                "rvm_converged": _converged(rvm["model"]),
+                "rvm_seconds": rvm["seconds"],
+            }
+            line = (
+                f"SVM {svm['error']:.4g} ({svm['vectors']})"
+                f"  RVM {rvm['error']:.4g} ({rvm['vectors']}, gamma {rvm['gamma']:.3g})"
+            )
             result.runs.append(record)
             elapsed = time.perf_counter() - start
             print(
@@ -498,11 +488,7 @@ def normalised_means(results: list[RowResult], task: str) -> dict | None:
     Returns ours and the paper's over the same rows (None when no such row has both
     models), plus the paper's value over its complete table.
     """
-    rows = [
-        r
-        for r in results
-        if r.row.task == task and r.row.paper.in_mean and r.rvm_available and r.runs
-    ]
+    rows = [r for r in results if r.row.task == task and r.row.paper.in_mean and r.runs]
     if not rows:
         return None
     return {
@@ -529,7 +515,7 @@ COLUMNS = [
 
 
 def table_rows(results: list[RowResult]) -> list[dict]:
-    """One dict per row with the :data:`COLUMNS` (NaN where the RVM was not run)."""
+    """One dict per row with the :data:`COLUMNS`."""
     out = []
     for r in results:
         paper = r.row.paper
@@ -548,7 +534,7 @@ def table_rows(results: list[RowResult]) -> list[dict]:
                 "RVM error sem": r.sem("rvm", "error"),
                 "SVM vectors": r.mean("svm", "vectors"),
                 "RVM vectors": r.mean("rvm", "vectors"),
-                "RVM fits at max_iter": not_converged if r.rvm_available else math.nan,
+                "RVM fits at max_iter": not_converged,
                 "paper SVM error": paper.svm_error,
                 "paper RVM error": paper.rvm_error,
                 "paper SVM vectors": paper.svm_vectors,
@@ -606,9 +592,6 @@ def markdown(results: list[RowResult], header: str = "") -> str:
             f"| {m['paper_error']:.2f} | {m['paper_vectors']:.2f} "
             f"| {m['paper_table'][0]:.2f} / {m['paper_table'][1]:.2f} |"
         )
-    skipped = [r.row.title for r in results if not r.rvm_available]
-    if skipped:
-        lines += ["", f"RVM not run (bayes_rvm.RVC not available): {', '.join(skipped)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -670,7 +653,6 @@ def merge_runs(directories) -> list[RowResult]:
         if not rows:
             continue
         result = RowResult(row, len(rows), [runs[k] for k in rows])
-        result.rvm_available = all(r.get("rvm_error") is not None for r in result.runs)
         result.seconds = sum(
             (r.get("svm_seconds") or 0.0) + (r.get("rvm_seconds") or 0.0) for r in result.runs
         )
@@ -682,15 +664,10 @@ def merge_runs(directories) -> list[RowResult]:
 
 
 def _row_keys(names: list[str]) -> list[str]:
-    keys = []
+    choices = {**ROW_GROUPS, **{key: (key,) for key in ROWS}}
+    keys: list[str] = []
     for name in names:
-        if name in ROW_GROUPS:
-            keys += ROW_GROUPS[name]
-        elif name in ROWS:
-            keys.append(name)
-        else:
-            valid = ", ".join([*ROW_GROUPS, *ROWS])
-            raise ValueError(f"unknown row {name!r}; expected one of: {valid}")
+        keys += lookup(choices, name, "row")
     return list(dict.fromkeys(keys))
 
 

@@ -86,8 +86,8 @@ def test_sinc_deterministic():
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"noise": "laplace"}, ValueError, "noise must be one of"),
-        ({"spacing": "log"}, ValueError, "spacing must be one of"),
+        ({"noise": "laplace"}, ValueError, "unknown noise .laplace.; expected one of"),
+        ({"spacing": "log"}, ValueError, "unknown spacing .log.; expected one of"),
         ({"noise_level": -0.1}, ValueError, "noise_level"),
         ({"n": 0}, ValueError, "n must be >= 1"),
         ({"n": 2.5}, TypeError, "n must be an integer"),

@@ -7,6 +7,8 @@ import pytest
 from scipy import stats
 
 from bayes_rvm.evidence import (
+    Prior,
+    column_gain,
     delta_add,
     delta_delete,
     delta_reestimate,
@@ -14,11 +16,12 @@ from bayes_rvm.evidence import (
     log_evidence_dense,
     log_evidence_gaussian,
     log_likelihood_alpha_i,
+    noise_variance,
     optimal_alpha,
     own_sparsity_quality,
     sparsity_quality,
 )
-from bayes_rvm.posterior import gaussian_posterior
+from bayes_rvm.posterior import fit_gaussian, gaussian_posterior
 
 
 @pytest.fixture
@@ -122,3 +125,78 @@ def test_deltas_equal_differences_of_dense_evidence(problem):
     )
     deleted = log_evidence_dense(Pa[:, 1:], t, alpha[active][1:], beta)
     assert delta_delete(S[[i]], Q[[i]], alpha[[i]])[0] == pytest.approx(deleted - base, rel=1e-8)
+
+
+def test_gaussian_fit_objective_equals_dense_evidence_plus_hyperprior(problem):
+    """The shared posterior object: eq. 36 from the factor against the N x N form."""
+    Phi, t, alpha, beta = problem
+    prior = Prior(2.0, 0.7, 1.5, 0.2)
+    fit = fit_gaussian(Phi, t, alpha, beta)
+    dense = log_evidence_dense(Phi, t, alpha, beta)
+    hyper = hyperprior_log_density(alpha, beta, 2.0, 0.7, 1.5, 0.2)
+    assert fit.log_marginal() == pytest.approx(dense, rel=1e-11)
+    assert fit.log_evidence(prior) == pytest.approx(dense + hyper, rel=1e-11)
+    no_noise = hyperprior_log_density(alpha, None, 2.0, 0.7, 0, 0)
+    assert fit.log_evidence(prior, noise_learned=False) == pytest.approx(
+        dense + no_noise, rel=1e-11
+    )
+    # mean and residual against a dense solve of eq. 13
+    H = np.diag(alpha) + beta * Phi.T @ Phi
+    mu = np.linalg.solve(H, beta * Phi.T @ t)
+    np.testing.assert_allclose(fit.mu, mu, rtol=1e-10)
+    np.testing.assert_allclose(fit.residual, t - Phi @ mu, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fit.sigma_diag, np.diag(np.linalg.inv(H)), rtol=1e-10)
+
+
+def test_noise_variance_is_the_stationary_point_of_the_evidence(problem):
+    """Eq. 46 is the fixed point of d(eq. 36)/d beta = 0 at fixed gamma: with the prior's
+    c, d terms, the derivative of the dense evidence vanishes at it to first order."""
+    Phi, t, alpha, _ = problem
+    prior = Prior(0, 0, 1.5, 0.2)
+    beta = 5.0
+    for _ in range(200):  # iterate eq. 46 to its fixed point
+        fit = fit_gaussian(Phi, t, alpha, beta)
+        gamma_sum = float(np.sum(1.0 - alpha * fit.sigma_diag))
+        beta = 1.0 / noise_variance(fit.rss, gamma_sum, t.size, prior)
+
+    def objective(log_beta):
+        b = np.exp(log_beta)
+        return log_evidence_dense(Phi, t, alpha, b) + hyperprior_log_density(
+            alpha, b, 0, 0, 1.5, 0.2
+        )
+
+    h = 1e-5
+    slope = (objective(np.log(beta) + h) - objective(np.log(beta) - h)) / (2 * h)
+    assert abs(slope) < 1e-6
+    # the denominator is kept positive when every degree of freedom goes to the weights
+    assert noise_variance(1.0, t.size + 1.0, t.size, Prior()) > 0
+
+
+def test_column_gain_matches_brute_force_refits(problem):
+    """The best action's gain on each column equals the change of the dense evidence
+    when that column's alpha alone moves to the returned value (inf: deleted / absent)."""
+    Phi, t, alpha, beta = problem
+    alpha = alpha.copy()
+    alpha[[2, 5, 8]] = np.inf  # inactive columns
+    active = np.isfinite(alpha)
+
+    def evidence(a):
+        keep = np.isfinite(a)
+        return log_evidence_dense(Phi[:, keep], t, a[keep], beta)
+
+    cross = beta * Phi.T @ Phi[:, active]
+    L, mu = gaussian_posterior(
+        Phi[:, active].T @ Phi[:, active], Phi[:, active].T @ t, alpha[active], beta
+    )
+    S, Q = sparsity_quality(cross, beta * np.sum(Phi**2, axis=0), beta * Phi.T @ t, L, mu)
+    s, q = own_sparsity_quality(S, Q, alpha)
+    gain, alpha_new = column_gain(s, q, alpha)
+    base = evidence(alpha)
+    for m in range(alpha.size):
+        moved = alpha.copy()
+        moved[m] = alpha_new[m]
+        assert gain[m] == pytest.approx(evidence(moved) - base, abs=1e-9)
+        assert gain[m] >= 0
+    # every kind of action occurs in this problem
+    kinds = {(bool(a), bool(b)) for a, b in zip(active, np.isfinite(alpha_new), strict=True)}
+    assert {(True, True), (True, False), (False, True)} <= kinds

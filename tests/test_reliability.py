@@ -145,7 +145,7 @@ BAD_OPTIONS = {
     "gamma_negative": ({"gamma": -1.0}, ValueError, "gamma must be finite and > 0"),
     "gamma_nan": ({"gamma": np.nan}, ValueError, "gamma must be finite and > 0"),
     "gamma_wrong_length": ({"gamma": [1.0, 2.0, 3.0]}, ValueError, "one per scale"),
-    "degree_zero": ({"kernel": "poly", "degree": 0}, ValueError, "degree must be an integer"),
+    "degree_zero": ({"kernel": "poly", "degree": 0}, ValueError, "degree must be >= 1"),
     "unknown_solver": ({"solver": "fast"}, ValueError, "unknown solver 'fast'; expected"),
     "a_negative": ({"a": -1.0}, ValueError, "a must be finite and >= 0"),
     "b_string": ({"b": "0"}, TypeError, "b must be a real number"),
@@ -240,7 +240,7 @@ def test_rvc_bad_labels(y, error, match):
 
 
 def test_rvc_bad_options():
-    with pytest.raises(ValueError, match="multi_class must be one of 'ovr', 'multinomial'"):
+    with pytest.raises(ValueError, match="unknown multi_class 'ovo'; expected one of: 'ovr'"):
         RVC(multi_class="ovo").fit(X_CLS, np.arange(30) % 3)
     with pytest.raises(ValueError, match="solver 'sequential' does not support"):
         RVC(solver="sequential", multi_class="multinomial").fit(X_CLS, np.arange(30) % 3)

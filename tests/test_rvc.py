@@ -234,7 +234,7 @@ def test_bad_labels_and_options():
         RVC().fit(X, np.ones(10))
     with pytest.raises(ValueError, match="Unknown label type"):
         RVC().fit(X, np.linspace(0, 1, 10))
-    with pytest.raises(ValueError, match="multi_class must be one of"):
+    with pytest.raises(ValueError, match="unknown multi_class 'ovo'; expected one of"):
         RVC(multi_class="ovo").fit(X, np.arange(10) % 3)
     with pytest.raises(ValueError, match="0 and 1"):
         fit_type2(X, np.arange(10) % 3, likelihood="bernoulli")

@@ -147,7 +147,7 @@ def test_result_is_frozen(sinc_fits):
         ({"noise_var": -1.0}, ValueError, "noise_var"),
         ({"noise_var": "small"}, TypeError, "noise_var"),
         ({"a": -1.0}, ValueError, "a must be finite and >= 0"),
-        ({"solver": "newton"}, ValueError, "expected one of: 'mackay', 'em'"),
+        ({"solver": "newton"}, ValueError, "expected one of: 'auto', 'mackay', 'em'"),
         ({"likelihood": "poisson"}, ValueError, "unknown likelihood"),
         ({"max_iter": 0}, ValueError, "max_iter"),
         ({"tol": -1.0}, ValueError, "tol"),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bayes_rvm import _linalg
-from bayes_rvm._validation import check_nonnegative
+from bayes_rvm.evidence import Prior
 from bayes_rvm.laplace import latent_variance
 from bayes_rvm.posterior import predictive
 
@@ -38,23 +38,6 @@ def warn_empty_model(stacklevel: int = 2) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Prior:
-    """Gamma hyperpriors: ``alpha_i ~ Gamma(a, b)``, ``beta ~ Gamma(c, d)`` (rate form).
-
-    ``a = b = c = d = 0`` (the default) is the paper's uniform prior on the log scale.
-    """
-
-    a: float = 0.0
-    b: float = 0.0
-    c: float = 0.0
-    d: float = 0.0
-
-    def __post_init__(self):
-        for name in ("a", "b", "c", "d"):
-            object.__setattr__(self, name, check_nonnegative(getattr(self, name), name))
-
-
 def _frozen(array) -> np.ndarray:
     array = np.array(array, copy=True)
     array.setflags(write=False)
@@ -64,6 +47,8 @@ def _frozen(array) -> np.ndarray:
 @dataclass(frozen=True)
 class Type2Result:
     """A type-II maximum-likelihood fit: hyperparameters and the Gaussian weight posterior.
+
+    Returned by :func:`~bayes_rvm.fit_type2` (every solver); frozen, with read-only arrays.
 
     Attributes
     ----------

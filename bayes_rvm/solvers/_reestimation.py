@@ -18,17 +18,15 @@ import numpy as np
 from bayes_rvm import _linalg, laplace
 from bayes_rvm.basis import Basis
 from bayes_rvm.evidence import (
-    delta_add,
+    Prior,
+    column_gain,
     delta_add_shared,
-    hyperprior_log_density,
-    log_evidence_gaussian,
     posterior_sparsity_quality,
     shared_alpha_gain,
     sparsity_quality,
 )
-from bayes_rvm.posterior import gaussian_posterior
+from bayes_rvm.posterior import fit_gaussian
 from bayes_rvm.solvers._base import (
-    Prior,
     Type2Result,
     initial_alpha,
     initial_noise_var,
@@ -37,7 +35,6 @@ from bayes_rvm.solvers._base import (
 
 __all__ = [
     "ALPHA_MAX",
-    "EPS",
     "NEGLIGIBLE_GAMMA",
     "GaussianStep",
     "LaplaceStep",
@@ -46,9 +43,6 @@ __all__ = [
     "reestimate",
     "unbounded_negligible",
 ]
-
-#: Machine precision, the App. B.1 pruning threshold for gamma_i.
-EPS = float(np.finfo(np.float64).eps)
 
 
 @dataclass(frozen=True)
@@ -61,7 +55,7 @@ class State:
     """
 
     alpha: np.ndarray
-    beta: float
+    beta: float | None
     L: np.ndarray
     mu: np.ndarray
     sigma_diag: np.ndarray
@@ -85,23 +79,23 @@ class State:
         return self.sigma_diag if self.mu.ndim == 1 else np.sum(self.sigma_diag, axis=1)
 
     @property
+    def residual_sq(self) -> float:
+        """``||t - Phi mu||^2`` (regression: the posterior of a Gaussian likelihood)."""
+        if self.rss is None:
+            raise ValueError("a Laplace posterior (classification) has no residual noise")
+        return self.rss
+
+    @property
+    def noise_precision(self) -> float:
+        """``beta`` (regression: the posterior of a Gaussian likelihood)."""
+        if self.beta is None:
+            raise ValueError("a Laplace posterior (classification) has no noise precision")
+        return self.beta
+
+    @property
     def sigma(self) -> np.ndarray:
         """Posterior marginals per basis function: variances, or ``K x K`` blocks."""
         return self.sigma_diag if self.sigma_blocks is None else self.sigma_blocks
-
-    @property
-    def s(self) -> np.ndarray:
-        """``s_i``, from ``Sigma_ii = 1 / (alpha_i + s_i)`` (Faul & Tipping 2002).
-
-        Shape ``(M, K)`` with ``K`` outputs: one per eigendirection of the ``K x K`` block
-        (:func:`~bayes_rvm.evidence.posterior_sparsity_quality`).
-        """
-        return posterior_sparsity_quality(self.sigma, self.mu, self.alpha)[0]
-
-    @property
-    def q(self) -> np.ndarray:
-        """``q_i``, from ``mu_i = q_i Sigma_ii`` (Faul & Tipping 2002); see :attr:`s`."""
-        return posterior_sparsity_quality(self.sigma, self.mu, self.alpha)[1]
 
     def unbounded(self, candidates: np.ndarray | None = None) -> np.ndarray:
         """Columns for which ``alpha_i = inf`` maximises the objective given the rest.
@@ -137,9 +131,10 @@ class State:
         largest = float(np.max(np.abs(g_alpha))) if g_alpha.size else 0.0
         if noise_learned:
             # Tipping (2001) eq. 45, times beta: d L / d log beta
-            g_beta = 0.5 * (n - self.beta * self.rss - float(np.sum(self.gamma)))
-            g_beta += prior.c - prior.d * self.beta
-            if not (self.beta >= beta_max and g_beta > 0):
+            beta = self.noise_precision
+            g_beta = 0.5 * (n - beta * self.residual_sq - float(np.sum(self.gamma)))
+            g_beta += prior.c - prior.d * beta
+            if not (beta >= beta_max and g_beta > 0):
                 largest = max(largest, abs(g_beta))
         return largest
 
@@ -169,20 +164,20 @@ class GaussianStep:
         return initial_alpha(np.diag(self.gram), self.t, self.Phi.shape[1])
 
     def state(self, active, alpha, beta, warm) -> State:
-        prior = self.prior
-        L, mu = gaussian_posterior(
-            self.gram[np.ix_(active, active)], self.phi_t[active], alpha, beta
+        fit = fit_gaussian(
+            self.Phi[:, active],
+            self.t,
+            alpha,
+            beta,
+            gram=self.gram[np.ix_(active, active)],
+            phi_t=self.phi_t[active],
         )
-        sigma_diag = _linalg.inverse_diag(L)
-        residual = self.t - self.Phi[:, active] @ mu
-        rss = float(residual @ residual)
-        log_ev = log_evidence_gaussian(
-            L, mu, alpha, beta, rss, self.t.size
-        ) + hyperprior_log_density(
-            alpha, None if self.noise_var is not None else beta, prior.a, prior.b, prior.c, prior.d
-        )
+        sigma_diag = fit.sigma_diag
+        log_ev = fit.log_evidence(self.prior, noise_learned=self.noise_var is None)
         # Tipping (2001) eq. 17: gamma_i = 1 - alpha_i Sigma_ii
-        return State(alpha, beta, L, mu, sigma_diag, 1.0 - alpha * sigma_diag, rss, log_ev)
+        return State(
+            alpha, beta, fit.L, fit.mu, sigma_diag, 1.0 - alpha * sigma_diag, fit.rss, log_ev
+        )
 
     def prune(self, state: State, alpha: np.ndarray, alpha_new: np.ndarray) -> np.ndarray:
         """Regression prunes by the solver's rules alone."""
@@ -199,7 +194,7 @@ class GaussianStep:
             state.L,
             state.mu,
         )
-        return delta_add(S, Q)
+        return column_gain(S, Q, np.full(S.shape, np.inf))[0]
 
 
 class LaplaceStep:
@@ -258,7 +253,7 @@ class LaplaceStep:
         if self.K == 1:
             weighted_t = Q + cross @ state.mu
             S, Q = sparsity_quality(cross, own[:, 0, 0], weighted_t, state.L, state.mu)
-            return delta_add(S, Q)
+            return column_gain(S, Q, np.full(S.shape, np.inf))[0]
         n_in, K = inactive.size, self.K
         Z = np.zeros((0, n_in, K))
         if active.size:
@@ -286,7 +281,7 @@ def unbounded_negligible(state: State, alpha: np.ndarray, prior: Prior) -> np.nd
     ``gamma_i`` keeps it from being taken greedily before the other weights settle. With
     a proper Gamma prior (``a`` or ``b`` > 0) every optimum is finite: never.
     """
-    if prior.a or prior.b:
+    if not prior.improper:
         return np.zeros(alpha.shape, dtype=bool)
     return state.unbounded(state.gamma < NEGLIGIBLE_GAMMA)
 
@@ -321,6 +316,8 @@ def reestimate(
     """
     Phi = basis.toarray()
     n, n_basis = Phi.shape
+    step: GaussianStep | LaplaceStep
+    beta: float | None
     if link is None:
         step = GaussianStep(Phi, t, prior, noise_var)
         learn_noise = noise_var is None
@@ -332,7 +329,6 @@ def reestimate(
         learn_noise, beta, beta_max = False, None, np.inf
     active = np.arange(n_basis)
     alpha = step.initial_alpha()
-    improper = prior.a == 0 and prior.b == 0
 
     path: list[float] = []
     converged = False
@@ -353,13 +349,13 @@ def reestimate(
             converged = True
             break
         if learn_noise:
-            beta = 1.0 / max(rules.noise_var(state, beta, n, prior), floor)
+            beta = 1.0 / max(rules.noise_var(state, state.noise_precision, n, prior), floor)
         active, alpha = active[~drop], alpha_new[~drop]
         state = step.state(active, alpha, beta, state.mu[~drop])
     else:
         path.append(state.log_evidence)
 
-    if improper:
+    if prior.improper:
         drifting = state.unbounded()
         if drifting.any():
             active, alpha = active[~drifting], alpha[~drifting]

@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from bayes_rvm.basis import Basis
-from bayes_rvm.solvers._base import Prior, Type2Result
+from bayes_rvm.evidence import EPS, Prior
+from bayes_rvm.solvers._base import Type2Result
 from bayes_rvm.solvers._reestimation import (
-    EPS,
     Rules,
     State,
     reestimate,
@@ -44,7 +44,8 @@ def _alpha(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
 
 def _noise_var(state: State, beta: float, n: int, prior: Prior) -> float:
     # Tipping (2001) eq. 50
-    return (state.rss + float(np.sum(state.gamma)) / beta + 2.0 * prior.d) / (n + 2.0 * prior.c)
+    rss = state.residual_sq
+    return (rss + float(np.sum(state.gamma)) / beta + 2.0 * prior.d) / (n + 2.0 * prior.c)
 
 
 def _prune(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from bayes_rvm.basis import Basis
-from bayes_rvm.solvers._base import Prior, Type2Result
-from bayes_rvm.solvers._reestimation import EPS, Rules, State, reestimate
+from bayes_rvm.evidence import EPS, Prior, noise_variance
+from bayes_rvm.solvers._base import Type2Result
+from bayes_rvm.solvers._reestimation import Rules, State, reestimate
 
 __all__ = ["fit"]
 
@@ -23,9 +24,7 @@ def _alpha(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
 
 
 def _noise_var(state: State, beta: float, n: int, prior: Prior) -> float:
-    # Tipping (2001) eq. 46
-    denominator = n - float(np.sum(state.gamma)) + 2.0 * prior.c
-    return (state.rss + 2.0 * prior.d) / max(denominator, EPS)
+    return noise_variance(state.residual_sq, float(np.sum(state.gamma)), n, prior)
 
 
 def _prune(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:

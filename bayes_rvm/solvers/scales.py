@@ -30,20 +30,27 @@ guarantee that the result is never worse than the starting scales are in
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import optimize
 from sklearn.exceptions import ConvergenceWarning
 
 from bayes_rvm import _linalg, laplace
-from bayes_rvm._validation import check_design, check_positive_int, check_target
+from bayes_rvm._validation import (
+    check_design,
+    check_positive_int,
+    check_positive_real,
+    check_target,
+)
 from bayes_rvm.basis import ExtraColumns, KernelBasis
-from bayes_rvm.evidence import log_evidence_gaussian
 from bayes_rvm.kernels import RBF, get_kernel
-from bayes_rvm.posterior import gaussian_posterior
+from bayes_rvm.likelihoods import get_likelihood
+from bayes_rvm.posterior import fit_gaussian
 from bayes_rvm.solvers._base import EmptyModelWarning, Type2Result, _frozen, warn_empty_model
+from bayes_rvm.solvers._fit import fit_type2
 
 __all__ = [
     "ScalesFit",
@@ -150,19 +157,17 @@ def log_evidence_scale_gradient(
     active = np.asarray(active, dtype=np.intp)
     alpha = np.asarray(alpha, dtype=np.float64)
     Phi = basis.columns(active)
-    L, mu = gaussian_posterior(Phi.T @ Phi, Phi.T @ t, alpha, beta)
-    residual = t - Phi @ mu
-    value = log_evidence_gaussian(L, mu, alpha, beta, float(residual @ residual), t.size)
+    fit = fit_gaussian(Phi, t, alpha, beta)
     # Phi Sigma by a Cholesky solve: Sigma = (A + beta Phi^T Phi)^-1 (eq. 12)
-    Phi_Sigma = _linalg.cho_solve(L, Phi.T).T if active.size else Phi
+    Phi_Sigma = _linalg.cho_solve(fit.L, Phi.T).T if active.size else Phi
     # Tipping (2001) eq. 55: D = beta [(t - y) mu^T - Phi Sigma]
-    D = beta * (np.outer(residual, mu) - Phi_Sigma)
+    D = beta * (np.outer(fit.residual, fit.mu) - Phi_Sigma)
     is_kernel = active < basis.n_centres
     # Tipping (2001) eq. 53 and 57: the bias and extra columns do not depend on eta
     gradient = kernel.log_scale_gradient(
         basis.X, basis.centres[active[is_kernel]], D[:, is_kernel]
     )
-    return value, gradient
+    return fit.log_marginal(), gradient
 
 
 def log_evidence_scale_gradient_bernoulli(
@@ -245,12 +250,6 @@ def _projected_gradient(gradient, log_eta, lower, upper) -> np.ndarray:
 #: Only the full-basis re-estimation solvers, whose last iterations just prune.
 ALPHA_STEP_MAX_ITER = {"mackay": 200, "em": 200}
 
-#: likelihood -> function(basis, t, active, alpha, beta) -> (log evidence, gradient)
-SCALE_OBJECTIVES = {
-    "gaussian": log_evidence_scale_gradient,
-    "bernoulli": log_evidence_scale_gradient_bernoulli,
-}
-
 
 def fit_type2_scales(
     X,
@@ -267,8 +266,8 @@ def fit_type2_scales(
     c: float = 0.0,
     d: float = 0.0,
     noise_var: float | None = None,
-    max_iter: int | None = None,
     tol: float = 1e-6,
+    max_iter: int | None = None,
     max_outer: int = 50,
     scale_tol: float = 1e-3,
     scale_gtol: float = 1e-2,
@@ -304,7 +303,7 @@ def fit_type2_scales(
         Constant column.
     extra : ExtraColumns or sequence
         Extra basis functions (Sec. 4.3), e.g. ``["linear", "quadratic"]``.
-    a, b, c, d, noise_var, max_iter, tol
+    a, b, c, d, noise_var, tol, max_iter
         As in :func:`bayes_rvm.fit_type2`, for every alpha step.
     max_outer : int
         Largest number of eta steps.
@@ -382,12 +381,7 @@ def fit_type2_scales(
     >>> bool(fit.scales[0] > 10 * fit.scales[1])
     True
     """
-    from bayes_rvm.solvers import fit_type2  # here: the registry module imports this one
-
-    if likelihood not in SCALE_OBJECTIVES:
-        valid = ", ".join(repr(k) for k in SCALE_OBJECTIVES)
-        raise ValueError(f"learning input scales supports likelihood {valid}; got {likelihood!r}")
-    objective = SCALE_OBJECTIVES[likelihood]
+    objective = get_likelihood(likelihood).scale_gradient()
     X = check_design(X, "X")
     t = check_target(t, X.shape[0])
     kernel = _check_scalable(get_kernel(kernel, gamma) if isinstance(kernel, str) else kernel)
@@ -397,139 +391,31 @@ def fit_type2_scales(
         alpha_max_iter = ALPHA_STEP_MAX_ITER.get(solver, max_iter)
     if alpha_max_iter is not None:
         alpha_max_iter = check_positive_int(alpha_max_iter, "alpha_max_iter")
-    for name, value in (
-        ("scale_tol", scale_tol),
-        ("scale_gtol", scale_gtol),
-        ("step_radius", step_radius),
-    ):
-        if not (isinstance(value, int | float) and np.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    scale_tol = check_positive_real(scale_tol, "scale_tol")
+    scale_gtol = check_positive_real(scale_gtol, "scale_gtol")
+    step_radius = check_positive_real(step_radius, "step_radius")
     low, high = _check_bounds(scale_bounds)
-
     if np.ndim(kernel.gamma) and np.size(kernel.gamma) != X.shape[1]:
         raise ValueError(
             f"expected {X.shape[1]} starting scales (one per input dimension), "
             f"got {np.size(kernel.gamma)}"
         )
     eta0 = np.broadcast_to(np.asarray(kernel.gamma, dtype=np.float64), (X.shape[1],)).copy()
-    lower, upper = np.log(eta0 * low), np.log(eta0 * high)
-    base = KernelBasis(X, type(kernel)(eta0), bias=bias, extra=extra)
-
-    def alpha_step(log_eta: np.ndarray, limit: int | None) -> tuple[Type2Result, KernelBasis]:
-        basis = base.with_kernel(type(kernel)(np.exp(log_eta)))
-        with warnings.catch_warnings():
-            # Reported once below, for the fit that is returned.
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            warnings.simplefilter("ignore", EmptyModelWarning)
-            result = fit_type2(
-                basis,
-                t,
-                likelihood,
-                solver,
-                a=a,
-                b=b,
-                c=c,
-                d=d,
-                noise_var=noise_var,
-                max_iter=limit,
-                tol=tol,
-            )
-        return result, basis
-
-    def evaluate(log_eta: np.ndarray, fit: Type2Result) -> tuple[float, np.ndarray]:
-        basis = base.with_kernel(type(kernel)(np.exp(log_eta)))
-        return objective(basis, t, fit.active, fit.alpha, fit.beta)
-
-    log_eta = np.log(eta0)
-    fit, basis = alpha_step(log_eta, max_iter)
-    start = best = (fit, basis, log_eta)
-    path, scales_path = [fit.log_evidence], [eta0]
-    n_outer = n_probe = 0
-
-    def record(state) -> None:
-        nonlocal best
-        path.append(state[0].log_evidence)
-        scales_path.append(np.exp(state[2]))
-        if state[0].log_evidence > best[0].log_evidence:
-            best = state
-
-    def ascend(state) -> bool:
-        """Alternate eta and alpha steps from ``state``; whether the stopping rule was met."""
-        nonlocal n_outer
-        fit, _, log_eta = state
-        while True:
-            value, gradient = evaluate(log_eta, fit)
-            projected = _projected_gradient(gradient, log_eta, lower, upper)
-            if verbose:
-                print(
-                    f"[scales] step {n_outer}: log evidence={fit.log_evidence:.6f} "
-                    f"M={fit.active.size} |grad|={np.max(np.abs(projected)):.2e} "
-                    f"eta={np.exp(log_eta)}"
-                )
-            if np.max(np.abs(projected)) < scale_gtol:
-                return True
-            if n_outer == max_outer:
-                return False
-            n_outer += 1
-            box = zip(
-                np.maximum(lower, log_eta - step_radius),
-                np.minimum(upper, log_eta + step_radius),
-                strict=True,
-            )
-            search = optimize.minimize(
-                lambda z, fit=fit: tuple(-v for v in evaluate(z, fit)),
-                log_eta,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=list(box),
-                options={"maxiter": eta_steps},
-            )
-            gain = -float(search.fun) - value
-            if not gain > 0:
-                # No ascent in eta at these alphas: stationary up to the search's accuracy.
-                return True
-            log_eta = np.clip(search.x, lower, upper)
-            previous = fit.log_evidence
-            fit, basis = alpha_step(log_eta, alpha_max_iter)
-            record((fit, basis, log_eta))
-            if gain < scale_tol and abs(fit.log_evidence - previous) < scale_tol:
-                return True
-
-    def probe(state):
-        """Switch input dimensions off (eta_k to its lower bound); the better state or None.
-
-        Tries each dimension alone, then all those that helped together.
-        """
-        nonlocal n_probe
-        fit, _, log_eta = state
-        candidates = []
-        for k in np.flatnonzero(log_eta > lower):
-            trial = log_eta.copy()
-            trial[k] = lower[k]
-            n_probe += 1
-            candidates.append((*alpha_step(trial, alpha_max_iter), trial))
-            record(candidates[-1])
-        helped = [c for c in candidates if c[0].log_evidence > fit.log_evidence + scale_tol]
-        if len(helped) > 1:
-            trial = np.min([c[2] for c in helped], axis=0)
-            n_probe += 1
-            candidates.append((*alpha_step(trial, alpha_max_iter), trial))
-            record(candidates[-1])
-            helped.append(candidates[-1])
-        if verbose:
-            print(f"[scales] probe: {len(helped)} of {len(candidates)} switch-offs helped")
-        return max(helped, key=lambda c: c[0].log_evidence) if helped else None
-
-    converged = ascend(start)
-    # A successful probe switches a dimension off; at most d rounds.
-    for _ in range(X.shape[1] if probe_dimensions else 0):
-        if not converged:
-            break
-        state = probe(best)
-        if state is None:
-            break
-        converged = ascend(state)
-
+    options: dict[str, Any] = {"a": a, "b": b, "c": c, "d": d, "noise_var": noise_var, "tol": tol}
+    start = type(kernel)(eta0)
+    search = _ScaleSearch(
+        start,
+        KernelBasis(X, start, bias=bias, extra=extra),
+        t,
+        objective,
+        lambda basis, limit: fit_type2(basis, t, likelihood, solver, max_iter=limit, **options),
+        (np.log(eta0 * low), np.log(eta0 * high)),
+        _Settings(
+            max_iter, alpha_max_iter, max_outer, eta_steps, step_radius, scale_tol, scale_gtol
+        ),
+        verbose,
+    )
+    converged = search.run(probe_dimensions)
     if not converged:
         warnings.warn(
             f"the input scales did not meet the stopping rule in max_outer={max_outer} eta "
@@ -537,36 +423,197 @@ def fit_type2_scales(
             ConvergenceWarning,
             stacklevel=2,
         )
-    fit, basis, log_eta = best
-    if best is not start and alpha_max_iter != max_iter:
-        # The intermediate alpha steps were cut short: refit to convergence, and keep the
-        # start if that fit is not better.
-        fit, basis = alpha_step(log_eta, max_iter)
-        if fit.log_evidence < start[0].log_evidence:
-            fit, basis, log_eta = start
-    if not fit.converged:
+    point = search.final()
+    if not point.fit.converged:
         warnings.warn(
             f"solver {solver!r} reached max_iter before converging at the returned scales; "
             "the result is its last iterate",
             ConvergenceWarning,
             stacklevel=2,
         )
-    if fit.active.size == 0:
+    if point.fit.active.size == 0:
         warn_empty_model(stacklevel=2)
-    _, gradient = evaluate(log_eta, fit)
+    _, gradient = search.evaluate(point.log_eta, point.fit)
     return ScalesFit(
-        result=fit,
-        kernel=basis.kernel,
-        basis=basis,
-        scales=np.exp(log_eta),
+        result=point.fit,
+        kernel=_check_scalable(point.basis.kernel),
+        basis=point.basis,
+        scales=np.exp(point.log_eta),
         initial_scales=eta0,
         gradient=gradient,
-        log_evidence_path=np.array(path),
-        scales_path=np.array(scales_path),
-        n_outer=n_outer,
-        n_probe=n_probe,
+        log_evidence_path=np.array(search.path),
+        scales_path=np.array(search.scales_path),
+        n_outer=search.n_outer,
+        n_probe=search.n_probe,
         converged=converged,
     )
+
+
+class _Point(NamedTuple):
+    """One alpha step: the solver's fit at the log scales ``log_eta``, on ``basis``."""
+
+    fit: Type2Result
+    basis: KernelBasis
+    log_eta: np.ndarray
+
+
+class _Settings(NamedTuple):
+    """The options of :func:`fit_type2_scales` that steer the search (see there)."""
+
+    max_iter: int | None
+    alpha_max_iter: int | None
+    max_outer: int
+    eta_steps: int
+    step_radius: float
+    scale_tol: float
+    scale_gtol: float
+
+
+class _ScaleSearch:
+    """The alternation of alpha and eta steps of :func:`fit_type2_scales`, and its state.
+
+    State: ``start`` (the fit at the starting scales), ``best`` (the alpha step with the
+    largest log evidence so far), ``path`` and ``scales_path`` (every alpha step's log
+    evidence and scales), ``n_outer`` (eta steps) and ``n_probe`` (alpha steps probing
+    switched-off dimensions).
+    """
+
+    def __init__(
+        self,
+        kernel: RBF,
+        base: KernelBasis,
+        t: np.ndarray,
+        objective: Callable,
+        solve: Callable[[KernelBasis, int | None], Type2Result],
+        bounds: tuple[np.ndarray, np.ndarray],
+        settings: _Settings,
+        verbose: bool,
+    ):
+        """``kernel`` at the starting scales, ``base`` the training basis with it;
+        ``solve(basis, max_iter)`` is the solver's fit at the scales of ``basis``;
+        ``objective`` the likelihood's scale gradient; ``bounds`` those of ``log eta``."""
+        self.kernel_type = type(kernel)
+        self.base, self.t, self.objective, self.solve = base, t, objective, solve
+        self.lower, self.upper = bounds
+        self.settings, self.verbose = settings, verbose
+        eta0 = np.asarray(kernel.gamma, dtype=np.float64)
+        self.start = self.best = self.alpha_step(np.log(eta0), settings.max_iter)
+        self.path = [self.start.fit.log_evidence]
+        self.scales_path = [eta0]
+        self.n_outer = self.n_probe = 0
+
+    def _basis(self, log_eta: np.ndarray) -> KernelBasis:
+        return self.base.with_kernel(self.kernel_type(np.exp(log_eta)))
+
+    def alpha_step(self, log_eta: np.ndarray, limit: int | None) -> _Point:
+        """The solver's fit of ``alpha`` (and ``beta``) at the scales ``exp(log_eta)``."""
+        basis = self._basis(log_eta)
+        with warnings.catch_warnings():
+            # Reported once by fit_type2_scales, for the fit that is returned.
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", EmptyModelWarning)
+            fit = self.solve(basis, limit)
+        return _Point(fit, basis, log_eta)
+
+    def evaluate(self, log_eta: np.ndarray, fit: Type2Result) -> tuple[float, np.ndarray]:
+        """Log evidence and its gradient in ``log eta`` with ``fit``'s alpha and beta."""
+        return self.objective(self._basis(log_eta), self.t, fit.active, fit.alpha, fit.beta)
+
+    def record(self, point: _Point) -> None:
+        self.path.append(point.fit.log_evidence)
+        self.scales_path.append(np.exp(point.log_eta))
+        if point.fit.log_evidence > self.best.fit.log_evidence:
+            self.best = point
+
+    def ascend(self, point: _Point) -> bool:
+        """Alternate eta and alpha steps from ``point``; whether the stopping rule was met."""
+        fit, log_eta = point.fit, point.log_eta
+        while True:
+            value, gradient = self.evaluate(log_eta, fit)
+            projected = _projected_gradient(gradient, log_eta, self.lower, self.upper)
+            if self.verbose:
+                print(
+                    f"[scales] step {self.n_outer}: log evidence={fit.log_evidence:.6f} "
+                    f"M={fit.active.size} |grad|={np.max(np.abs(projected)):.2e} "
+                    f"eta={np.exp(log_eta)}"
+                )
+            if np.max(np.abs(projected)) < self.settings.scale_gtol:
+                return True
+            if self.n_outer == self.settings.max_outer:
+                return False
+            self.n_outer += 1
+            box = zip(
+                np.maximum(self.lower, log_eta - self.settings.step_radius),
+                np.minimum(self.upper, log_eta + self.settings.step_radius),
+                strict=True,
+            )
+            search = optimize.minimize(
+                lambda z, fit=fit: tuple(-v for v in self.evaluate(z, fit)),
+                log_eta,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=list(box),
+                options={"maxiter": self.settings.eta_steps},
+            )
+            gain = -float(search.fun) - value
+            if not gain > 0:
+                # No ascent in eta at these alphas: stationary up to the search's accuracy.
+                return True
+            log_eta = np.clip(search.x, self.lower, self.upper)
+            previous = fit.log_evidence
+            step = self.alpha_step(log_eta, self.settings.alpha_max_iter)
+            fit = step.fit
+            self.record(step)
+            stalled = abs(fit.log_evidence - previous) < self.settings.scale_tol
+            if gain < self.settings.scale_tol and stalled:
+                return True
+
+    def probe(self, point: _Point) -> _Point | None:
+        """Switch input dimensions off (eta_k to its lower bound); the better point or None.
+
+        Tries each dimension alone, then all those that helped together.
+        """
+        candidates = []
+        for k in np.flatnonzero(point.log_eta > self.lower):
+            trial = point.log_eta.copy()
+            trial[k] = self.lower[k]
+            self.n_probe += 1
+            candidates.append(self.alpha_step(trial, self.settings.alpha_max_iter))
+            self.record(candidates[-1])
+        threshold = point.fit.log_evidence + self.settings.scale_tol
+        helped = [c for c in candidates if c.fit.log_evidence > threshold]
+        if len(helped) > 1:
+            trial = np.min([c.log_eta for c in helped], axis=0)
+            self.n_probe += 1
+            candidates.append(self.alpha_step(trial, self.settings.alpha_max_iter))
+            self.record(candidates[-1])
+            helped.append(candidates[-1])
+        if self.verbose:
+            print(f"[scales] probe: {len(helped)} of {len(candidates)} switch-offs helped")
+        return max(helped, key=lambda c: c.fit.log_evidence) if helped else None
+
+    def run(self, probe_dimensions: bool) -> bool:
+        """Ascend from the start, then probe switched-off dimensions (at most one round
+        per input dimension: a successful probe switches one off); whether converged."""
+        converged = self.ascend(self.start)
+        for _ in range(self.start.log_eta.size if probe_dimensions else 0):
+            if not converged:
+                break
+            point = self.probe(self.best)
+            if point is None:
+                break
+            converged = self.ascend(point)
+        return converged
+
+    def final(self) -> _Point:
+        """The best point, refitted to convergence when its alpha step was cut short; the
+        start if that refit is worse."""
+        point = self.best
+        if point is not self.start and self.settings.alpha_max_iter != self.settings.max_iter:
+            point = self.alpha_step(point.log_eta, self.settings.max_iter)
+            if point.fit.log_evidence < self.start.fit.log_evidence:
+                point = self.start
+        return point
 
 
 def _check_bounds(bounds) -> tuple[float, float]:
