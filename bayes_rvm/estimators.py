@@ -28,7 +28,7 @@ from bayes_rvm._validation import (
 )
 from bayes_rvm.basis import ExtraColumns, KernelBasis, PrecomputedBasis
 from bayes_rvm.kernels import check_gamma, check_kernel, get_kernel
-from bayes_rvm.laplace import log_class_proba
+from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
 from bayes_rvm.solvers import SOLVER_CHOICES, default_solver, fit_type2, fit_type2_scales
 
 __all__ = ["RVC", "RVR"]
@@ -462,9 +462,12 @@ or callable, default="rbf"
         probit approximation ``sigmoid(kappa(s^2) phi(x)^T w*)`` with
         ``kappa(s^2) = (1 + pi s^2 / 8)^(-1/2)`` and ``s^2 = phi(x)^T Sigma phi(x)``
         (Bishop 2006, eq. 4.153-4.155); it pulls probabilities towards 1/2 far from the
-        relevance vectors. For the softmax each latent output is shrunk by its own
-        ``kappa`` (an approximation). Predicted labels of binary problems are the same
-        either way.
+        relevance vectors. For the softmax the same approximation is applied to each
+        difference of two latent outputs, with the variance of that difference, so that
+        uncertainty common to every output (which the softmax ignores) does not flatten
+        the probabilities (see :func:`bayes_rvm.laplace.log_class_proba`). One-vs-rest
+        moderates each of its classifiers. Predicted labels of binary problems are the
+        same either way.
     max_iter : int, optional
     tol : float, default=1e-6
         Convergence threshold (see :func:`bayes_rvm.fit_type2`): the largest gain in nats
@@ -647,13 +650,20 @@ or callable, default="rbf"
             return np.column_stack([e.decision_function(X) for e in self.estimators_])
         return self._latent(X)[0]
 
-    def _log_proba(self, X: np.ndarray) -> np.ndarray:
+    def _log_proba(self, X: np.ndarray, moderated: bool) -> np.ndarray:
         if hasattr(self, "estimators_"):
-            # one-vs-rest: P(class k) proportional to classifier k's probability
-            log_p = np.column_stack([e._log_proba(X)[:, 1] for e in self.estimators_])
+            # one-vs-rest: P(class k) proportional to classifier k's probability, each
+            # classifier moderated or not as this estimator is set now
+            log_p = np.column_stack([e._log_proba(X, moderated)[:, 1] for e in self.estimators_])
             return log_p - np.logaddexp.reduce(log_p, axis=1, keepdims=True)
-        mean, var = self._latent(X)
-        return log_class_proba(mean, var if self.moderated else None)
+        Phi = self.basis_.design(X)
+        mean = Phi @ self.result_.mu
+        if not moderated:
+            return log_class_proba(mean)
+        L = self.result_.precision_chol
+        if mean.ndim == 1:
+            return log_class_proba(mean, latent_variance(Phi, L, 1))
+        return log_class_proba(mean, latent_covariance(Phi, L, mean.shape[1]))
 
     def predict_proba(self, X):
         """Class probabilities, columns in the order of ``classes_``.
@@ -662,13 +672,13 @@ or callable, default="rbf"
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return np.exp(self._log_proba(X))
+        return np.exp(self._log_proba(X, self.moderated))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed without underflow for the sigmoid."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self._log_proba(X)
+        return self._log_proba(X, self.moderated)
 
     def predict(self, X):
         """The most probable class (``classes_`` labels)."""

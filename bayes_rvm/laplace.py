@@ -32,6 +32,7 @@ __all__ = [
     "Bernoulli",
     "Categorical",
     "LaplaceMode",
+    "latent_covariance",
     "latent_variance",
     "log_class_proba",
     "log_evidence_laplace",
@@ -311,6 +312,19 @@ def log_evidence_laplace(mode: LaplaceMode, alpha: np.ndarray, a: float = 0.0, b
     return value + hyperprior_log_density(alpha, None, a, b, 0.0, 0.0)
 
 
+def _latent_factors(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> list[np.ndarray]:
+    """``Z_k = L^-1 R_k`` for each output ``k``, where ``R_k`` puts ``Phi_star`` in the
+    weight rows ``m K + k``: then ``Cov(a_k, a_j) = sum(Z_k * Z_j)`` over the rows of ``Z``."""
+    K = n_outputs
+    n, M = Phi_star.shape
+    factors = []
+    for k in range(K):
+        rows = np.zeros((n, M * K))
+        rows[:, k::K] = Phi_star
+        factors.append(_linalg.solve_lower(L, rows.T))
+    return factors
+
+
 def latent_variance(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> np.ndarray:
     """Posterior variance of each latent output ``a_k(x) = phi(x)^T w_k``.
 
@@ -330,14 +344,35 @@ def latent_variance(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> np.n
     n, M = Phi_star.shape
     if M == 0:
         return np.zeros(n) if K == 1 else np.zeros((n, K))
-    variances = []
-    for k in range(K):
-        rows = np.zeros((n, M * K))
-        rows[:, k::K] = Phi_star
-        Z = _linalg.solve_lower(L, rows.T)
-        # Tipping (2001) eq. 22 without the noise: phi^T Sigma_kk phi
-        variances.append(np.einsum("ij,ij->j", Z, Z))
+    # Tipping (2001) eq. 22 without the noise: phi^T Sigma_kk phi
+    variances = [np.einsum("ij,ij->j", Z, Z) for Z in _latent_factors(Phi_star, L, K)]
     return variances[0] if K == 1 else np.column_stack(variances)
+
+
+def latent_covariance(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> np.ndarray:
+    """Posterior covariance between the ``K`` latent outputs at each input.
+
+    ``Cov(a_k(x), a_j(x)) = phi(x)^T Sigma_kj phi(x)``, with ``Sigma_kj`` the ``(k, j)``
+    blocks of the ``MK x MK`` Laplace covariance (weight index ``m K + k``).
+
+    Parameters
+    ----------
+    Phi_star : array of shape (N*, M)
+        Design rows over the active basis functions.
+    L : lower Cholesky factor of the ``MK x MK`` posterior precision
+    n_outputs : int
+        ``K``.
+
+    Returns
+    -------
+    ndarray of shape (N*, K, K)
+    """
+    K = n_outputs
+    n, M = Phi_star.shape
+    if M == 0:
+        return np.zeros((n, K, K))
+    Z = np.stack(_latent_factors(Phi_star, L, K))  # (K, M K, N*)
+    return np.einsum("kin,jin->nkj", Z, Z)
 
 
 def probit_scale(variance: np.ndarray) -> np.ndarray:
@@ -348,19 +383,43 @@ def probit_scale(variance: np.ndarray) -> np.ndarray:
 def log_class_proba(latent: np.ndarray, variance: np.ndarray | None = None) -> np.ndarray:
     """Log class probabilities from the latent outputs, optionally moderated.
 
-    With ``variance=None`` the probabilities at the mode: ``sigmoid(a)`` for a binary model
+    With ``variance=None``, the probabilities at the mode: ``sigmoid(a)`` for a binary model
     (``latent`` of shape ``(n,)``, columns ``[log P(0), log P(1)]``) or ``softmax(a)`` for
-    ``K`` outputs (``latent`` of shape ``(n, K)``). With the latent variances, MacKay's
-    moderated output: each latent mean is first shrunk by ``kappa(variance)``, the probit
-    approximation of the sigmoid integrated over the Laplace posterior (Bishop 2006,
-    eq. 4.155). For ``K`` outputs this ignores the covariance between them, so for ``K = 2``
-    it is not identical to the binary formula: an approximation that tempers over-confident
-    softmax outputs.
+    ``K`` outputs (``latent`` of shape ``(n, K)``).
+
+    With the spread of the latent outputs under the Laplace posterior, MacKay's moderated
+    output: the probabilities averaged over that Gaussian, approximated in closed form.
+
+    - Binary: ``variance`` of shape ``(n,)``; ``sigmoid(kappa(s^2) mu)``, the probit
+      approximation (Bishop 2006, eq. 4.155).
+    - ``K`` outputs: ``variance`` is the latent *covariance*, shape ``(n, K, K)``
+      (:func:`latent_covariance`). The softmax depends on the outputs only through their
+      differences, ``P_k = 1 / (1 + sum_{j != k} exp(-(a_k - a_j)))``; each difference
+      ``d_kj = a_k - a_j`` is Gaussian with variance ``v_kj = S_kk + S_jj - 2 S_kj``, and is
+      replaced by its moderated value ``kappa(v_kj) E[d_kj]``, as in the binary case. The
+      results are normalised to sum to one. Variance common to every output (the bulk of
+      it for a kernel model) cancels in ``v_kj``, as it cancels in the softmax; for
+      ``K = 2`` this is exactly the binary formula. Checked against Monte Carlo over the
+      Laplace posterior in the tests.
     """
     a = np.asarray(latent, dtype=np.float64)
-    if variance is not None:
-        # Bishop (2006) eq. 4.155: sigmoid(kappa(s^2) mu_a)
-        a = probit_scale(variance) * a
     if a.ndim == 1:
+        if variance is not None:
+            # Bishop (2006) eq. 4.155: sigmoid(kappa(s^2) mu_a)
+            a = probit_scale(variance) * a
         return np.column_stack([log_expit(-a), log_expit(a)])
-    return log_softmax(a, axis=1)
+    if variance is None:
+        return log_softmax(a, axis=1)
+    S = np.asarray(variance, dtype=np.float64)
+    if S.shape != (*a.shape, a.shape[1]):
+        raise ValueError(
+            f"moderating {a.shape[1]} latent outputs needs their covariance of shape "
+            f"{(*a.shape, a.shape[1])}; got {S.shape}"
+        )
+    var = np.einsum("nkk->nk", S)
+    pair_var = np.maximum(var[:, :, None] + var[:, None, :] - 2.0 * S, 0.0)
+    # Bishop (2006) eq. 4.155 on each difference d_kj: E[sigmoid(d)] ~ sigmoid(kappa(v) E[d])
+    z = probit_scale(pair_var) * (a[:, :, None] - a[:, None, :])
+    # log P_k = -log(1 + sum_{j != k} exp(-z_kj)); the j = k term is exp(0) = 1
+    log_p = -logsumexp(-z, axis=2)
+    return log_p - logsumexp(log_p, axis=1, keepdims=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import integrate, optimize
-from scipy.special import expit
+from scipy.linalg import solve_triangular
+from scipy.special import expit, softmax
 from scipy.stats import norm
 
 from bayes_rvm import _linalg
@@ -17,6 +18,7 @@ from bayes_rvm.evidence import (
 from bayes_rvm.laplace import (
     Bernoulli,
     Categorical,
+    latent_covariance,
     latent_variance,
     log_class_proba,
     log_evidence_laplace,
@@ -41,6 +43,12 @@ def _softmax_problem(rng, n=45, m=5, k=3):
     t[:k] = np.arange(k)  # every class present
     alpha = rng.uniform(0.2, 3.0, size=m)
     return Phi, t, alpha
+
+
+def _random_chol(rng, size):
+    """Lower Cholesky factor of a random well-conditioned precision matrix."""
+    G = rng.normal(size=(size, size))
+    return np.linalg.cholesky(G @ G.T + size * np.eye(size))
 
 
 def _log_joint_bernoulli(w, Phi, t, alpha):
@@ -223,9 +231,70 @@ def test_moderated_output_approximates_the_gaussian_integral():
     assert np.exp(log_class_proba(np.array([1.3]), np.array([0.0])))[0, 1] == pytest.approx(
         expit(1.3), rel=1e-15
     )
-    P = np.exp(log_class_proba(np.array([[2.0, 0.0, -1.0]]), np.array([[50.0, 50.0, 50.0]])))
+    covariance = 50.0 * np.eye(3)[None]
+    P = np.exp(log_class_proba(np.array([[2.0, 0.0, -1.0]]), covariance))
     assert P.sum() == pytest.approx(1.0)
     assert P.max() < expit(2.0)
+    with pytest.raises(ValueError, match=r"covariance of shape \(1, 3, 3\)"):
+        log_class_proba(np.array([[2.0, 0.0, -1.0]]), np.array([[50.0, 50.0, 50.0]]))
+
+
+def test_latent_covariance_holds_the_cross_blocks_of_sigma(rng):
+    Phi, t, alpha = _softmax_problem(rng)
+    mode = posterior_mode(Phi, Categorical(t), alpha)
+    L = mode.precision_chol
+    Sigma = np.linalg.inv(L @ L.T)  # test only: independent of the triangular solves
+    Phi_star = rng.normal(size=(7, Phi.shape[1]))
+    got = latent_covariance(Phi_star, L, 3)
+    for k in range(3):
+        for j in range(3):
+            block = Sigma[k::3, j::3]
+            expected = np.einsum("ij,jk,ik->i", Phi_star, block, Phi_star)
+            np.testing.assert_allclose(got[:, k, j], expected, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.einsum("nkk->nk", got), latent_variance(Phi_star, L, 3))
+
+
+def test_moderated_softmax_follows_monte_carlo_over_the_laplace_posterior(rng):
+    """The moderated softmax against 40,000 draws of the weights from N(mu, H^-1).
+
+    A weakly determined 3-class fit (latent variances about 17, most of it common to the
+    three outputs, which the softmax ignores). The Monte Carlo standard error of each
+    probability is below 0.0025; the closed form stays within 0.05 of it (0.026 measured),
+    where shrinking each output by its own variance is off by 0.34 and the modal softmax by
+    0.17.
+    """
+    Phi, t, alpha = _softmax_problem(rng)
+    K, M = 3, Phi.shape[1]
+    mode = posterior_mode(Phi, Categorical(t), 0.05 * alpha)
+    Phi_star = np.column_stack([rng.normal(size=(200, M - 1)), np.ones(200)])
+    mean = Phi_star @ mode.mu
+    covariance = latent_covariance(Phi_star, mode.precision_chol, K)
+    moderated = np.exp(log_class_proba(mean, covariance))
+    draws = 40_000
+    # w - mu = L^-T z has covariance (L L^T)^-1 = H^-1
+    W = solve_triangular(mode.precision_chol.T, rng.standard_normal((M * K, draws)))
+    latent = mean[:, :, None] + np.einsum("im,mkd->ikd", Phi_star, W.reshape(M, K, draws))
+    monte_carlo = softmax(latent, axis=1).mean(axis=2)
+    np.testing.assert_allclose(moderated.sum(axis=1), 1.0, rtol=1e-12)
+    assert np.max(np.abs(moderated - monte_carlo)) < 0.05
+
+
+def test_moderated_softmax_ignores_common_variance_and_reduces_to_binary(rng):
+    mean = rng.normal(size=(6, 3))
+    covariance = latent_covariance(rng.normal(size=(6, 4)), _random_chol(rng, 12), 3)
+    shifted = covariance + 1e3  # a variance shared by every output: the softmax ignores it
+    np.testing.assert_allclose(
+        log_class_proba(mean, shifted), log_class_proba(mean, covariance), rtol=1e-9
+    )
+    # K = 2: the softmax of (a_0, a_1) is the sigmoid of a_1 - a_0
+    pair = mean[:, :2]
+    cov2 = covariance[:, :2, :2]
+    diff_var = cov2[:, 0, 0] + cov2[:, 1, 1] - 2.0 * cov2[:, 0, 1]
+    np.testing.assert_allclose(
+        log_class_proba(pair, cov2),
+        log_class_proba(pair[:, 1] - pair[:, 0], diff_var),
+        rtol=1e-12,
+    )
 
 
 def test_block_sparsity_quality_reduces_to_the_scalar_case(rng):

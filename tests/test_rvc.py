@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.special import expit
+from scipy.linalg import solve_triangular
+from scipy.special import expit, softmax
+from sklearn.datasets import load_wine
 
 from bayes_rvm import RVC, RVR, datasets, fit_type2
 from bayes_rvm.basis import KernelBasis
@@ -226,6 +228,45 @@ def test_rvc_multiclass_ovr_and_multinomial(rng):
     P_mode = multi.predict_proba(X)
     P_moderated = multi.set_params(moderated=True).predict_proba(X)
     assert np.all(P_moderated.max(axis=1) <= P_mode.max(axis=1) + 1e-12)
+
+
+def _laplace_monte_carlo_proba(model, X, rng, draws=20_000):
+    """Class probabilities averaged over draws of the weights from the Laplace posterior."""
+    result = model.result_
+    Phi = model.design_matrix(X)
+    M, K = result.mu.shape
+    # w - mu = L^-T z has covariance (L L^T)^-1, the Laplace covariance
+    W = solve_triangular(result.precision_chol.T, rng.standard_normal((M * K, draws)))
+    latent = (Phi @ result.mu)[:, :, None] + np.einsum("im,mkd->ikd", Phi, W.reshape(M, K, draws))
+    return softmax(latent, axis=1).mean(axis=2)
+
+
+def test_moderated_multinomial_follows_monte_carlo(rng):
+    """Wine, standardised, 3-class softmax: the moderated probabilities against Monte Carlo.
+
+    Most of the latent variance (about 35 here) is common to the three outputs and cancels
+    in the softmax. Shrinking each output by its own variance moved the probabilities by
+    up to 0.10 from the Monte Carlo average and raised the held-out log-loss from 0.13 to
+    0.20; the moderated output must stay within 0.05 of Monte Carlo (0.031 measured; the
+    Monte Carlo standard error is below 0.004).
+    """
+    X, y = load_wine(return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    train = np.arange(y.size) % 2 == 0
+    model = RVC(multi_class="multinomial", gamma=1.0 / X.shape[1]).fit(X[train], y[train])
+    moderated = model.set_params(moderated=True).predict_proba(X[~train])
+    monte_carlo = _laplace_monte_carlo_proba(model, X[~train], rng)
+    assert np.max(np.abs(moderated - monte_carlo)) < 0.05
+
+
+def test_moderated_applies_to_one_vs_rest_after_the_fit(rng):
+    X, y = _three_blobs(rng, n_per=12)
+    ovr = RVC(gamma=0.5).fit(X, y)
+    P_mode = ovr.predict_proba(X)
+    P_moderated = ovr.set_params(moderated=True).predict_proba(X)
+    assert np.max(np.abs(P_moderated - P_mode)) > 1e-3
+    np.testing.assert_allclose(P_moderated.sum(axis=1), 1.0)
+    np.testing.assert_allclose(ovr.set_params(moderated=False).predict_proba(X), P_mode)
 
 
 def test_bad_labels_and_options():
