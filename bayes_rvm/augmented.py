@@ -64,48 +64,42 @@ def augmented_predictive(
     -----
     Append to the active design the column ``k = phi*(x_n)`` with weight
     ``w* ~ N(0, 1/alpha*)``; every other ``alpha_i`` and ``beta`` stay fixed. The posterior
-    precision of ``[w, w*]`` (Tipping 2001, eq. 12, with the extra column) is bordered:
+    precision of ``[w, w*]`` (Tipping 2001, eq. 12, with the extra column) is the fitted one
+    bordered by one row and column, and so is its Cholesky factor::
 
-    .. math::
+        H+ = [[Sigma^-1,        beta Phi^T k      ],   = L+ L+^T,
+              [beta k^T Phi,    alpha* + beta k^T k]]
 
-        H_+ = \\begin{pmatrix} \\Sigma^{-1} & \\beta \\Phi^T k \\\\
-                              \\beta k^T \\Phi & \\alpha_* + \\beta k^T k \\end{pmatrix}
-        = L_+ L_+^T, \\qquad
-        L_+ = \\begin{pmatrix} L & 0 \\\\ l^T & d \\end{pmatrix}        \\tag{A1}
+        L+ = [[L,   0],                                                          (A1)
+              [l^T, d]],   l = beta L^-1 Phi^T k,   d^2 = alpha* + S*,
 
-    with :math:`l = \\beta L^{-1} \\Phi^T k` and
-    :math:`d^2 = \\alpha_* + \\beta k^T k - l^T l = \\alpha_* + S_*`, where
-    :math:`S_* = \\beta k^T k - \\beta^2 k^T \\Phi \\Sigma \\Phi^T k` is the sparsity factor
-    of the new column (Faul & Tipping 2002; :math:`S_* \\ge 0`). (A2)
+    where ``S* = beta k^T k - l^T l = beta k^T k - beta^2 k^T Phi Sigma Phi^T k >= 0`` is
+    the sparsity factor of the new column (Faul & Tipping 2002).                   (A2)
 
-    Solving :math:`H_+ \\mu_+ = \\beta [\\Phi^T t;\\ k^T t]` (eq. 13) by block elimination
-    gives the new weight's mean :math:`\\mu_* = Q_* / (\\alpha_* + S_*)` with the quality
-    factor :math:`Q_* = \\beta k^T (t - \\Phi \\mu)`, and the old weights move to
-    :math:`\\mu - \\beta \\Sigma \\Phi^T k\\, \\mu_*`. (A3)
+    Solving ``H+ mu+ = beta [Phi^T t; k^T t]`` (eq. 13) by block elimination gives the new
+    weight's mean ``mu* = Q* / (alpha* + S*)`` with the quality factor
+    ``Q* = beta k^T (t - Phi mu)``; the old weights move to
+    ``mu - beta Sigma Phi^T k mu*``.                                                (A3)
 
-    At the test input the augmented design row is :math:`[\\phi_*, c]` with
-    :math:`\\phi_*` the row of ``Phi_star`` and :math:`c = \\phi^*(x_*)`. With
-    :math:`z = L^{-1} \\phi_*`, :math:`L_+^{-1} [\\phi_*; c] = [z;\\ e_* / d]` where
-    :math:`e_* = c - l^T z = c - \\beta k^T \\Phi \\Sigma \\phi_*`. (A4)
+    At the test input the augmented design row is ``[phi_*, c]``, ``phi_*`` the row of
+    ``Phi_star`` and ``c = phi*(x*)``. With ``z = L^-1 phi_*``,
+    ``L+^-1 [phi_*; c] = [z; e* / d]`` where
+    ``e* = c - l^T z = c - beta k^T Phi Sigma phi_*``.                              (A4)
 
-    Eq. 21-22 of the augmented model then read
+    Eq. 21-22 of the augmented model then read::
 
-    .. math::
-
-        y_* = \\phi_*^T \\mu + e_* \\frac{Q_*}{\\alpha_* + S_*},          \\tag{A5}
-
-        \\sigma_*^2 = \\beta^{-1} + \\phi_*^T \\Sigma \\phi_*
-                     + \\frac{e_*^2}{\\alpha_* + S_*}:                      \\tag{A6}
+        y*        = phi_*^T mu + e* Q* / (alpha* + S*)                              (A5)
+        sigma*^2  = 1/beta + phi_*^T Sigma phi_* + e*^2 / (alpha* + S*)             (A6)
 
     the RVM's predictive plus one term from the new weight. Far from the data ``k`` and
-    ``phi_*`` vanish, so :math:`S_*, Q_* \\to 0`, :math:`e_* \\to c` and the variance tends
-    to :math:`\\beta^{-1} + c^2 / \\alpha_*`; at a training input that the active basis
-    already explains, :math:`S_*` is large and the extra term small.
+    ``phi_*`` vanish, so ``S*, Q* -> 0``, ``e* -> c`` and the variance tends to
+    ``1/beta + c^2 / alpha*``; where the active basis already explains the new column
+    ``e*`` is small and ``S*`` large, and the extra term is small.
 
-    Cost per test input: ``O(N M)`` for :math:`\\Phi^T k`, ``O(M^2)`` for the two
-    triangular solves, ``O(N)`` for :math:`k^T k` and :math:`k^T (t - \\Phi\\mu)`; the
-    ``N x T`` block ``K_star`` is the caller's memory (predict in blocks of test inputs).
-    No matrix is refactored: the factor ``L`` of the fit is bordered by one row (A1).
+    Cost per test input: ``O(N M)`` for ``Phi^T k``, ``O(M^2)`` for the two triangular
+    solves, ``O(N)`` for ``k^T k`` and ``k^T (t - Phi mu)``; nothing is refactored (the
+    fit's factor ``L`` is bordered by one row, A1). The ``N x T`` block ``K_star`` is the
+    caller's memory: predict in blocks of test inputs.
 
     References
     ----------
