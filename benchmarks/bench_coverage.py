@@ -292,7 +292,11 @@ def main(argv=None) -> None:
             fb = split < args.full_bayes and n_train <= args.full_bayes_max_n
             rows = run_split(name, split, fb)
             results[name].append(rows)
-            summary = ", ".join(f"{m} {r['cover']:.3f}/{r['nlpd']:.3f}" for m, r in rows.items())
+            summary = ", ".join(
+                f"{m} {r['cover']:.3f}/{r['nlpd']:.3f}"
+                + (f" ({r['div']} divergences)" if "div" in r else "")
+                for m, r in rows.items()
+            )
             print(
                 f"{name} split {split}: gamma {rows['paper']['gamma']:.3g}, "
                 f"{rows['paper']['n_rv']} RVs, cover/NLPD {summary} "
