@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -163,3 +165,24 @@ def test_augmented_needs_the_inputs():
     model = RVR(kernel="precomputed").fit(gram, t)
     with pytest.raises(ValueError, match="not available with kernel='precomputed'"):
         model.predict(gram[:3], predictive="augmented")
+
+
+def test_augmented_survives_pickling(gap_fit):
+    model = gap_fit[0]
+    restored = pickle.loads(pickle.dumps(model))
+    X_test = np.array([[4.0], [30.0]])
+    np.testing.assert_array_equal(
+        restored.predict(X_test, return_std=True, predictive="augmented")[1],
+        model.predict(X_test, return_std=True, predictive="augmented")[1],
+    )
+
+
+def test_a_failed_refit_keeps_the_training_data(gap_fit):
+    """The augmented predictive of a fitted model survives a refit that raises."""
+    _, X, t = gap_fit
+    model = RVR(gamma=0.25).fit(X, t)
+    before = model.predict([[4.0]], return_std=True, predictive="augmented")[1]
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        model.fit(X[:1], t[:1])
+    after = model.predict([[4.0]], return_std=True, predictive="augmented")[1]
+    np.testing.assert_array_equal(before, after)
