@@ -22,10 +22,12 @@ from bayes_rvm._validation import (
     check_positive_real,
     check_real,
     check_target,
+    lookup,
     none_or,
     one_of,
     validate_parameters,
 )
+from bayes_rvm.augmented import augmented_predictive, default_alpha_star
 from bayes_rvm.basis import ExtraColumns, KernelBasis, PrecomputedBasis
 from bayes_rvm.kernels import check_gamma, check_kernel, get_kernel
 from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
@@ -212,6 +214,14 @@ class _BaseRVM(BaseEstimator):
         return tags
 
 
+#: ``predictive`` option of :class:`RVR` -> description (the valid names).
+PREDICTIVE = {
+    "paper": "Tipping (2001) eq. 21-22 over the relevance vectors",
+    "augmented": "the RVM*: one kernel function added at each test input "
+    "(Rasmussen & Quiñonero-Candela 2005)",
+}
+
+
 class RVR(RegressorMixin, _BaseRVM):
     """Relevance vector regression (Tipping 2001, Sec. 2).
 
@@ -263,6 +273,14 @@ or callable, default="rbf"
         any other (Sec. 4.3): ``"linear"`` (the inputs ``x1, x2, ...``), ``"quadratic"``
         (``x1*x1, x1*x2, ...``) or pairs ``(name, f)`` with ``f(X)`` an array of one or
         more columns (:class:`bayes_rvm.basis.ExtraColumns`).
+    predictive : {"paper", "augmented"}, default="paper"
+        Predictive distribution of :meth:`predict` (see ``PREDICTIVE``). "paper" is
+        Tipping (2001, eq. 21-22) over the relevance vectors. "augmented" is the RVM*
+        (Rasmussen & Quiñonero-Candela 2005): at each test input one kernel function
+        centred there is added to the fitted model, so that the error bars grow away from
+        the data instead of shrinking to the noise level
+        (:func:`bayes_rvm.augmented.augmented_predictive`); it keeps the training inputs
+        and targets and costs ``O(N M)`` per test input.
     verbose : bool, default=False
 
     Attributes
@@ -338,6 +356,7 @@ or callable, default="rbf"
         tol=1e-6,
         optimize_scales=False,
         extra_columns=None,
+        predictive="paper",
         verbose=False,
     ):
         self.kernel = kernel
@@ -355,6 +374,7 @@ or callable, default="rbf"
         self.tol = tol
         self.optimize_scales = optimize_scales
         self.extra_columns = extra_columns
+        self.predictive = predictive
         self.verbose = verbose
 
     def fit(self, X, y):
@@ -393,6 +413,7 @@ or callable, default="rbf"
         "c": check_nonnegative,
         "d": check_nonnegative,
         "noise_var": check_noise_var,
+        "predictive": one_of(PREDICTIVE),
     }
 
     def _fit(self, X, y) -> None:
@@ -402,17 +423,65 @@ or callable, default="rbf"
         self._check_n_samples(X)
         self._fit_type2(X, y, "gaussian")
         self.noise_var_ = self.result_.noise_var
+        # the augmented predictive (RVM*) needs every training input and target, as a GP does
+        self.X_train_, self.y_train_ = X, y
 
-    def predict(self, X, return_std: bool = False):
+    def predict(self, X, return_std: bool = False, predictive: str | None = None):
         """Predictive mean, and with ``return_std`` the predictive standard deviation.
 
-        The variance is ``noise_var_ + phi(x)^T sigma_ phi(x)`` (Tipping 2001, eq. 22):
-        the noise plus the uncertainty of every active weight, the bias weight's included.
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+        predictive : {"paper", "augmented"}, optional
+            Overrides the constructor's ``predictive`` for this call.
+
+        Notes
+        -----
+        "paper": the variance is ``noise_var_ + phi(x)^T sigma_ phi(x)`` (Tipping 2001,
+        eq. 22): the noise plus the uncertainty of every active weight, the bias weight's
+        included. "augmented": the RVM* mean and variance
+        (:func:`bayes_rvm.augmented.augmented_predictive`), with one kernel function
+        added at each test input, its prior precision from
+        :func:`bayes_rvm.augmented.default_alpha_star`.
         """
         check_is_fitted(self)
+        if predictive is None:
+            predictive = self.predictive
+        lookup(PREDICTIVE, predictive, "predictive")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        mean, var = self.result_.predict(self.basis_.design(X))
+        if predictive == "augmented":
+            mean, var = self._augmented(X)
+        else:
+            mean, var = self.result_.predict(self.basis_.design(X))
         return (mean, np.sqrt(var)) if return_std else mean
+
+    def _augmented(self, X: np.ndarray, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+        """RVM* predictive, ``block`` test inputs at a time (an ``N x block`` kernel block)."""
+        if self.kernel_ is None:
+            raise ValueError(
+                "predictive='augmented' adds a kernel function centred on each test input, "
+                "which needs the inputs: it is not available with kernel='precomputed'"
+            )
+        X_train, t = self.X_train_, self.y_train_
+        Phi = self.basis_.design(X_train)
+        result = self.result_
+        mean, var = np.empty(X.shape[0]), np.empty(X.shape[0])
+        for start in range(0, X.shape[0], block):
+            rows = slice(start, start + block)
+            k_self = self.kernel_.diag(X[rows])
+            mean[rows], var[rows] = augmented_predictive(
+                Phi,
+                t,
+                result.mu,
+                result.precision_chol,
+                result.beta,
+                self.basis_.design(X[rows]),
+                self.kernel_(X_train, X[rows]),
+                k_self,
+                default_alpha_star(t, result.beta, k_self),
+            )
+        return mean, var
 
 
 #: ``multi_class`` option -> description (the valid names).
