@@ -24,9 +24,11 @@ _LAZY = {
     "compare": "bayes_rvm.inference",
     "fit_vi": "bayes_rvm.inference",
     "model_from_estimator": "bayes_rvm.inference",
+    "predict": "bayes_rvm.inference",
     "sample": "bayes_rvm.inference",
     "to_inference_data": "bayes_rvm.inference",
     "build_model": "bayes_rvm.pymc_model",
+    "rvm_weights": "bayes_rvm.pymc_model",
 }
 
 __all__ = [

@@ -676,4 +676,3 @@ def build_model(
             nu = pm.Gamma("nu", alpha=2.0, beta=0.1) if nu is None else np.float64(nu)
         _LIKELIHOOD_TERMS[likelihood](Phi_data, w, beta, nu, t)
     return model
-
