@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import xarray as xr
+from pymc.variational.callbacks import CheckParametersConvergence
 from scipy import stats
 from scipy.special import log_expit, log_softmax, logsumexp
 
@@ -666,7 +667,7 @@ def _vb_tree(spec, fitted: _Fitted, n: int, draws: int, rng) -> tuple[xr.DataTre
 
 def _advi_tree(model, method, n, draws, random_seed, progressbar, tolerance, fit_kwargs):
     """ADVI with PyMC's parameter-convergence callback; a warning when it never fires."""
-    check = pm.callbacks.CheckParametersConvergence(
+    check = CheckParametersConvergence(
         every=max(n // 50, 100), tolerance=tolerance, diff="absolute"
     )
     callbacks = [*fit_kwargs.pop("callbacks", []), check]
