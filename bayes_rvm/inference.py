@@ -602,6 +602,8 @@ def sample(
         "random_seed": _check_seed(random_seed, chains),
         "progressbar": _check_progressbar(progressbar),
     }
+    if step is not None:  # PyMC passes target_accept to NUTS only
+        del options["target_accept"]
     keep = _check_var_names(model, var_names)
     if keep is not None:
         needed = [name for name in ("alpha", "beta", "w", "nu") if name in model.named_vars]
@@ -665,6 +667,15 @@ def _vb_tree(spec, fitted: _Fitted, n: int, draws: int, rng) -> tuple[xr.DataTre
     return tree, -result.lower_bound_path
 
 
+def _loss_trend(loss: np.ndarray) -> tuple[float, float]:
+    """The fall of a least-squares line through ``loss`` over its span, and its standard error."""
+    x = np.arange(loss.size) - (loss.size - 1) / 2.0
+    slope = float(x @ (loss - loss.mean()) / (x @ x))
+    residual = loss - loss.mean() - slope * x
+    se = float(np.sqrt(residual @ residual / (loss.size - 2) / (x @ x)))
+    return -slope * loss.size, se * loss.size
+
+
 def _advi_tree(model, method, n, draws, random_seed, progressbar, tolerance, fit_kwargs):
     """ADVI with PyMC's parameter-convergence callback; a warning when it never fires."""
     check = CheckParametersConvergence(
@@ -682,14 +693,11 @@ def _advi_tree(model, method, n, draws, random_seed, progressbar, tolerance, fit
     )
     loss = np.asarray(approx.hist, dtype=np.float64)
     if loss.size >= n:  # the parameters never settled: is the loss still falling?
-        tail = loss[-max(n // 5, 20) :]
-        half = tail.size // 2
-        falling = np.mean(tail[:half]) - np.mean(tail[half:])
-        noise = np.std(tail) * np.sqrt(2.0 / half)  # sd of a difference of two means
-        if not np.isfinite(falling) or falling > 2.0 * noise:
+        falling, noise = _loss_trend(loss[-max(2 * n // 5, 20) :])
+        if not np.isfinite(falling) or falling > 3.0 * noise:
             warnings.warn(
                 f"{method} has not converged after n={n} steps: the loss fell by "
-                f"{falling:.3g} (noise level {noise:.2g}) over the last {tail.size} steps and "
+                f"{falling:.3g} (+- {noise:.2g}) over the last {2 * n // 5} steps and "
                 f"its parameters still moved by more than tolerance={tolerance:g}. Increase n, "
                 "lower the learning rate (obj_optimizer), or use method='vb' (closed-form "
                 "updates) for the Gaussian likelihood.",
@@ -738,8 +746,9 @@ def fit_vi(
         ADVI stops early once the largest change of its parameters over ``n / 50`` steps
         (at least 100) is below ``tolerance``
         (``pymc.variational.callbacks.CheckParametersConvergence``). When that never
-        happens and the loss is still falling over the last fifth of the steps (by more
-        than twice its noise level), a ``UserWarning`` says so and what to do.
+        happens and the loss is still falling over the last 40 % of the steps (by more
+        than three standard errors of a straight-line fit), a ``UserWarning`` says so and
+        what to do.
     **fit_kwargs
         Further ``pymc.fit`` options (e.g. ``obj_optimizer``, ``callbacks``).
 
@@ -1066,7 +1075,7 @@ def _class_codes(tree, likelihood: str, t_test) -> np.ndarray:
         known = np.isin(labels, classes)
     if not np.all(known):
         raise ValueError(
-            f"expected test labels among the fit's classes {list(classes)}, got "
+            f"expected test labels among the fit's classes {classes.tolist()}, got "
             f"{sorted(set(labels[~known].tolist()))}"
         )
     return np.searchsorted(classes, labels, sorter=np.argsort(classes)).astype(np.int64)
