@@ -496,6 +496,17 @@ def test_advi_warns_when_it_has_not_converged(models):
         )
 
 
+def test_relevance_plots(fits, tmp_path):
+    """The forest of log alpha across fits (pruned columns left out) and the PPC."""
+    from bayes_rvm.plotting import plot_log_alpha, plot_ppc
+
+    pc = plot_log_alpha({"vb": fits["vb"], "evidence": fits["evidence"]}, basis=[0, 2])
+    pc.savefig(tmp_path / "forest.png")
+    pc = plot_ppc(fits["collapsed"], num_samples=5, random_seed=1)
+    pc.savefig(tmp_path / "ppc.png")
+    assert (tmp_path / "forest.png").stat().st_size > 0 and (tmp_path / "ppc.png").exists()
+
+
 def _tiny_vb_problem(m: int):
     rng = np.random.default_rng(21)
     Phi = rng.normal(size=(8, m))
