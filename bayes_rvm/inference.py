@@ -53,7 +53,14 @@ from bayes_rvm._validation import (
 )
 from bayes_rvm.basis import KernelBasis
 from bayes_rvm.posterior import gaussian_posterior
-from bayes_rvm.pymc_model import _lookup, build_model, find_design, model_spec
+from bayes_rvm.pymc_model import (
+    _GRAM_MISMATCH,
+    _lookup,
+    build_model,
+    find_design,
+    gram_matches,
+    model_spec,
+)
 from bayes_rvm.solvers import Type2Result
 from bayes_rvm.variational import fit_vb
 
@@ -412,6 +419,8 @@ def _training_data(model: pm.Model) -> tuple[np.ndarray, np.ndarray]:
 
 def _fitted_model(model, spec) -> _Fitted:
     Phi, t = _training_data(model)
+    if spec.parameterization == "collapsed" and not gram_matches(Phi, model["gram"].get_value()):
+        raise ValueError(_GRAM_MISMATCH)
     coords = {name: np.asarray(values) for name, values in model.coords.items()}
     return _Fitted(spec.likelihood, Phi, t, coords)
 
@@ -609,7 +618,12 @@ def sample(
         needed = [name for name in ("alpha", "beta", "w", "nu") if name in model.named_vars]
         options["var_names"] = sorted(set(keep) | set(needed))
     start = time.perf_counter()
-    tree = pm.sample(**options, nuts_sampler=nuts_sampler, step=step, model=model, **sample_kwargs)
+    with warnings.catch_warnings():
+        # JAX drops the collapsed model's check of Phi against gram, made above already
+        warnings.filterwarnings("ignore", message="Skipping CheckAndRaise", category=UserWarning)
+        tree = pm.sample(
+            **options, nuts_sampler=nuts_sampler, step=step, model=model, **sample_kwargs
+        )
     wall_time = time.perf_counter() - start
     attrs = _fit_attrs(spec, "mcmc", f"NUTS ({nuts_sampler})", "meaningful: Markov chains")
     rng = _numpy_rng(random_seed)

@@ -49,6 +49,7 @@ from pytensor.compile.builders import OpFromGraph
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
+from pytensor.raise_op import Assert
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV, NormalRV, StudentTRV
 from pytensor.tensor.random.op import RandomVariable
 
@@ -351,14 +352,34 @@ def rvm_weights(Phi, a, b, *, parameterization: str = "noncentred", dims="basis"
 # ---------------------------------------------------------------------------------------
 
 
-def _collapsed_terms(value, alpha, beta, Phi):
-    """Cholesky factor of the posterior precision, posterior mean and residual sum of squares.
+#: message of the check that the collapsed model's Phi and gram agree
+_GRAM_MISMATCH = (
+    "the collapsed model's Phi no longer matches its Gram matrix 'gram' = Phi^T Phi (was Phi "
+    "changed with pm.set_data?). Set both, pm.set_data({'Phi': Phi_new, 'gram': Phi_new.T @ "
+    "Phi_new}), or build a new model; for predictions at new rows use bayes_rvm.predict"
+)
 
-    ``Phi^T Phi`` is computed here from the model's ``Phi``, so that the log density
-    follows ``pm.set_data``.
+
+def gram_matches(Phi: np.ndarray, gram: np.ndarray) -> bool:
+    """Whether ``gram`` is ``Phi^T Phi``, by one product with a fixed random vector.
+
+    ``Phi^T (Phi v) = gram v`` costs ``O(N M)``, not the ``O(N M^2)`` of forming the product;
+    a change of ``Phi`` passes only if ``Phi^T Phi - gram`` happens to annihilate ``v``.
     """
+    v = _probe(np.arange(Phi.shape[1]))
+    return bool(np.allclose(Phi.T @ (Phi @ v), gram @ v, rtol=1e-9, atol=1e-9))
+
+
+def _probe(index):
+    """A fixed vector with irregular entries in [-1, 1] (NumPy or PyTensor)."""
+    sin = pt.sin if isinstance(index, Variable) else np.sin
+    return sin(index * 12.9898 + 0.5)
+
+
+def _collapsed_terms(value, alpha, beta, Phi, gram):
+    """Cholesky factor of the posterior precision, posterior mean and residual sum of squares."""
     # Tipping (2001) eq. 12: Sigma^-1 = A + beta Phi^T Phi
-    L = pt.linalg.cholesky(pt.diag(alpha) + beta * (Phi.T @ Phi))
+    L = pt.linalg.cholesky(pt.diag(alpha) + beta * gram)
     # Tipping (2001) eq. 13: mu = beta Sigma Phi^T t
     u = pt.linalg.solve_triangular(L, Phi.T @ value, lower=True)
     mu = beta * pt.linalg.solve_triangular(L.T, u, lower=False)
@@ -366,13 +387,13 @@ def _collapsed_terms(value, alpha, beta, Phi):
     return L, mu, rss
 
 
-def _collapsed_value(value, alpha, beta, Phi):
+def _collapsed_value(value, alpha, beta, Phi, gram):
     """``log N(t | 0, beta^-1 I + Phi A^-1 Phi^T)`` through the ``M x M`` posterior precision.
 
     The weight-space route of :func:`bayes_rvm.evidence.log_evidence_gaussian`: one
     Cholesky factor of ``H = A + beta Phi^T Phi``, no ``N x N`` matrix.
     """
-    L, mu, rss = _collapsed_terms(value, alpha, beta, Phi)
+    L, mu, rss = _collapsed_terms(value, alpha, beta, Phi, gram)
     n = value.shape[0]
     # Tipping (2001) eq. 38: log|C| = -log|Sigma| - N log beta - log|A|
     log_det_C = 2.0 * pt.sum(pt.log(pt.diag(L))) - n * pt.log(beta) - pt.sum(pt.log(alpha))
@@ -387,9 +408,9 @@ def _collapsed_pullback(inputs, outputs, cotangents):
     Needs only ``diag(Sigma)`` (column norms of ``L^-1``): about three times cheaper than
     differentiating through the Cholesky factorisation. The data inputs get no gradient.
     """
-    value, alpha, beta, Phi = inputs
+    value, alpha, beta, Phi, gram = inputs
     (cotangent,) = cotangents
-    L, mu, rss = _collapsed_terms(value, alpha, beta, Phi)
+    L, mu, rss = _collapsed_terms(value, alpha, beta, Phi, gram)
     L_inv = pt.linalg.solve_triangular(L, pt.eye(alpha.shape[0]), lower=True)
     sigma_diag = pt.sum(L_inv**2, axis=0)
     n = value.shape[0]
@@ -399,21 +420,28 @@ def _collapsed_pullback(inputs, outputs, cotangents):
     # beta tr(Sigma Phi^T Phi) = sum_i gamma_i = sum_i (1 - alpha_i Sigma_ii) (eq. 17, 46)
     d_beta = 0.5 * (n / beta - rss - pt.sum(1.0 - alpha * sigma_diag) / beta)
     no_gradient = DisconnectedType()
-    return [no_gradient(), cotangent * d_alpha, cotangent * d_beta, no_gradient()]
+    return [no_gradient(), cotangent * d_alpha, cotangent * d_beta, no_gradient(), no_gradient()]
 
 
-def _collapsed_logp(value, alpha, beta, Phi):
-    """Log density of the marginal ``t`` (eq. 34), with the analytic gradient attached."""
-    inputs = [pt.dvector("t"), pt.dvector("alpha"), pt.dscalar("beta"), pt.dmatrix("Phi")]
+def _collapsed_logp(value, alpha, beta, Phi, gram):
+    """Log density of the marginal ``t`` (eq. 34), with the analytic gradient attached.
+
+    ``gram`` is the ``pm.Data`` ``Phi^T Phi`` (forming it at every evaluation would double
+    the cost); the log density refuses to evaluate when it does not match ``Phi``.
+    """
+    inputs = [pt.dvector("t"), pt.dvector("alpha"), pt.dscalar("beta")]
+    inputs += [pt.dmatrix("Phi"), pt.dmatrix("gram")]
     op = OpFromGraph(
         inputs,
         [_collapsed_value(*inputs)],
         pullback=_collapsed_pullback,
-        connection_pattern=[[False], [True], [True], [False]],
+        connection_pattern=[[False], [True], [True], [False], [False]],
         inline=True,
         name="collapsed_log_evidence",
     )
-    return op(value, alpha, beta, Phi)
+    v = _probe(pt.arange(gram.shape[0]))
+    matches = pt.allclose(Phi.T @ (Phi @ v), gram @ v, rtol=1e-9, atol=1e-9)
+    return Assert(_GRAM_MISMATCH)(op(value, alpha, beta, Phi, gram), matches)
 
 
 def _collapsed_random(*args, rng=None, size=None):
@@ -428,15 +456,20 @@ def _collapsed_random(*args, rng=None, size=None):
 
 
 def _collapsed_likelihood(Phi, alpha, beta, t) -> None:
+    model = pm.modelcontext(None)
+    model.add_coord("basis_", model.coords["basis"])
+    value = Phi.get_value()
+    gram = pm.Data("gram", value.T @ value, dims=("basis", "basis_"))
     # Tipping (2001) eq. 34: t ~ N(0, beta^-1 I + Phi A^-1 Phi^T)
     pm.CustomDist(
         "t",
         alpha,
         beta,
         Phi,
+        gram,
         logp=_collapsed_logp,
         random=_collapsed_random,
-        signature="(m),(),(n,m)->(n)",
+        signature="(m),(),(n,m),(m,m)->(n)",
         class_name=_COLLAPSED_CLASS,
         observed=t,
         shape=Phi.shape[0],
@@ -624,8 +657,10 @@ def build_model(
     -----
     Tipping (2001) eq. 4-6 and 34. In the collapsed form the observed ``t`` has the log
     density ``log N(t | 0, C)`` (eq. 15), evaluated through the Cholesky factor of the
-    ``M x M`` matrix ``A + beta Phi^T Phi`` (eq. 38, 41) computed from the model's
-    ``Phi``. Its draws given ``(alpha, beta)`` would ignore the data, so
+    ``M x M`` matrix ``A + beta Phi^T Phi`` (eq. 38, 41), with ``Phi^T Phi`` the
+    ``pm.Data("gram")``; the log density checks that it still matches ``Phi`` and refuses
+    to evaluate after ``pm.set_data`` changed one without the other. Its draws given
+    ``(alpha, beta)`` would ignore the data, so
     ``pm.sample_posterior_predictive`` refuses it; :func:`bayes_rvm.predict` draws the
     predictions of every form through ``w | alpha, beta, t``.
 

@@ -13,10 +13,11 @@ import pytest
 from pymc.model.fgraph import clone_model
 from scipy import stats
 
+import bayes_rvm as br
 from bayes_rvm import build_model, rvm_weights
 from bayes_rvm.evidence import hyperprior_log_density, log_evidence_dense, log_evidence_gaussian
 from bayes_rvm.posterior import gaussian_posterior
-from bayes_rvm.pymc_model import PARAMETERIZATIONS, model_spec
+from bayes_rvm.pymc_model import PARAMETERIZATIONS, gram_matches, model_spec
 
 PRIOR = {"a": 2.0, "b": 0.5, "c": 3.0, "d": 0.3}
 
@@ -242,18 +243,24 @@ def test_defaults_and_derived_variables(problem):
     )
 
 
-def test_collapsed_logp_follows_set_data(problem):
-    """Phi^T Phi comes from the model's Phi: after pm.set_data the log density is the fresh
-    model's (a Gram matrix cached at build time gave -766725 against -90.9)."""
+def test_collapsed_model_refuses_a_stale_gram(problem):
+    """pm.set_data of Phi alone would leave Phi^T Phi stale (the log density was -766725
+    against -90.9 for a fresh model): it is refused; Phi and gram set together are used."""
     Phi, t = problem
     Phi2 = np.random.default_rng(9).normal(size=Phi.shape)
     model = build_model(Phi, t, **PRIOR)
     point = {"alpha_log__": np.log(np.linspace(0.5, 3.0, 6)), "beta_log__": np.log(4.0)}
+    logp = model.compile_logp(jacobian=True, mode="FAST_COMPILE")
     with model:
         pm.set_data({"Phi": Phi2})
-    fresh = build_model(Phi2, t, **PRIOR)
-    assert _logp(model, point) == pytest.approx(_logp(fresh, point), abs=1e-9)
-    assert _logp(model, point) != pytest.approx(_logp(build_model(Phi, t, **PRIOR), point))
+    with pytest.raises(AssertionError, match="no longer matches its Gram matrix"):
+        logp(point)
+    with pytest.raises(ValueError, match="no longer matches its Gram matrix"):
+        br.sample(model, draws=10, tune=10, chains=1)
+    with model:
+        pm.set_data({"Phi": Phi2, "gram": Phi2.T @ Phi2})
+    assert logp(point) == pytest.approx(_logp(build_model(Phi2, t, **PRIOR), point), abs=1e-9)
+    assert gram_matches(Phi2, Phi2.T @ Phi2) and not gram_matches(Phi2, Phi.T @ Phi)
 
 
 @pytest.mark.filterwarnings("ignore:Numba will use object mode:UserWarning")
