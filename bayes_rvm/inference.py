@@ -1110,9 +1110,13 @@ def _predictive_row(tree, likelihood: str, t_test, level: float) -> dict:
         log_p = logsumexp(log_softmax(f, axis=-1), axis=0) - np.log(n_draws)  # (N, K)
         p = np.exp(log_p)
         onehot = np.eye(p.shape[1])[codes]
+        squared = (p - onehot) ** 2
         return {
             "error_rate": float(np.mean(np.argmax(p, axis=1) != codes)),
-            "brier": float(np.mean(np.sum((p - onehot) ** 2, axis=1))),
+            # binary: mean (p_1 - t)^2; K classes: mean over points of the sum over classes
+            "brier": float(
+                np.mean(squared[:, 1] if likelihood == "bernoulli" else squared.sum(1))
+            ),
             "lpd": float(np.mean(log_p[np.arange(codes.size), codes])),
         }
     t_test = check_target(t_test, f.shape[1], "t_test")
