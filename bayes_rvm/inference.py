@@ -1092,7 +1092,8 @@ def _class_codes(tree, likelihood: str, t_test) -> np.ndarray:
             f"expected test labels among the fit's classes {classes.tolist()}, got "
             f"{sorted(set(labels[~known].tolist()))}"
         )
-    return np.searchsorted(classes, labels, sorter=np.argsort(classes)).astype(np.int64)
+    order = np.argsort(classes)
+    return order[np.searchsorted(classes, labels, sorter=order)].astype(np.int64)
 
 
 def _predictive_row(tree, likelihood: str, t_test, level: float) -> dict:

@@ -467,16 +467,16 @@ def test_compare_accepts_string_labels():
     tree = az.from_dict(
         {"posterior": {"w": w, "alpha": np.ones((1, 30, 2, 3))}, "constant_data": {"Phi": Phi}},
         dims={"w": ["basis", "class"], "alpha": ["basis", "class"], "Phi": ["obs", "basis"]},
-        coords={"class": ["cat", "dog", "eel"]},
+        coords={"class": ["dog", "cat", "eel"]},  # not sorted
     )
-    labels = np.array(["dog", "eel", "cat", "dog", "dog"])
+    labels = np.array(["cat", "eel", "dog", "cat", "cat"])
     row = br.compare({"softmax": tree}, labels, Phi_test=Phi_test).predictive.loc["softmax"]
     logits = np.einsum("nm,sdmk->sdnk", Phi_test, w)[0]
     p = np.exp(logits - logsumexp(logits, axis=-1, keepdims=True)).mean(axis=0)
     codes = np.array([1, 2, 0, 1, 1])
     assert row["error_rate"] == pytest.approx(np.mean(p.argmax(axis=1) != codes))
     assert row["lpd"] == pytest.approx(np.mean(np.log(p[np.arange(5), codes])), rel=1e-10)
-    with pytest.raises(ValueError, match=r"among the fit's classes \['cat', 'dog', 'eel'\]"):
+    with pytest.raises(ValueError, match=r"among the fit's classes \['dog', 'cat', 'eel'\]"):
         br.compare({"softmax": tree}, ["dog", "ant", "cat", "dog", "dog"], Phi_test=Phi_test)
 
 
