@@ -60,8 +60,10 @@ def sampling_table(Phi, t, Phi_test, prior, args):
     samplers = [s for s in samplers if s in args.samplers]
     missing = [s for s in NUTS_SAMPLERS if s not in samplers]
     rows, fits = [], {}
-    target_accept = args.target_accept
     for parameterization in args.forms:
+        target_accept = args.target_accept
+        if parameterization == "collapsed" and args.target_accept_collapsed is not None:
+            target_accept = args.target_accept_collapsed
         for sampler in samplers:
             model = br.build_model(Phi, t, parameterization=parameterization, **prior)
             fit = br.sample(
@@ -138,6 +140,12 @@ def main(argv=None):
     parser.add_argument("--target-accept", type=float, default=0.95)
     parser.add_argument("--vi-steps", type=int, default=30_000)
     parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument(
+        "--target-accept-collapsed",
+        type=float,
+        default=None,
+        help="target_accept of the collapsed form (default: --target-accept)",
+    )
     parser.add_argument("--samplers", nargs="+", default=list(NUTS_SAMPLERS))
     parser.add_argument("--forms", nargs="+", default=["collapsed", "noncentred", "centred"])
     parser.add_argument("--no-ripley", action="store_true")
