@@ -45,7 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pymc.pytensorf import constant_fold
 from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
@@ -153,13 +155,20 @@ def _constant(variable) -> float | np.ndarray | None:
     """The value of a graph that depends on no random variable (``None`` if it does).
 
     Shared variables count as constants: ``pm.do`` turns an intervened variable into one.
+    Folded by graph rewriting, without compiling a function.
     """
-    if any(
+    if isinstance(variable, SharedVariable):
+        value = variable.get_value()
+    elif any(
         node.owner is not None and isinstance(node.owner.op, RandomVariable)
         for node in ancestors([variable])
     ):
         return None
-    value = np.asarray(variable.eval(), dtype=np.float64)
+    else:
+        (value,) = constant_fold([variable], raise_not_constant=False)
+        if isinstance(value, Variable):
+            return None
+    value = np.asarray(value, dtype=np.float64)
     if np.all(value == value.flat[0]):
         return float(value.flat[0])
     return value
