@@ -2,9 +2,10 @@
 
 One hierarchical model (Tipping 2001), fitted by type-II maximum likelihood
 (:func:`fit_type2`, the estimators :class:`RVR` and :class:`RVC`), and, through PyMC, by
-MCMC and variational inference (:func:`build_model`, :func:`sample`, :func:`fit_vi`); every
-fit becomes an ArviZ DataTree (:func:`to_inference_data`) and they are compared side by side
-(:func:`compare`).
+MCMC and variational inference (:func:`build_model`, or :func:`rvm_weights` in a model of
+your own; :func:`sample`, :func:`fit_vi`); every fit becomes an ArviZ DataTree
+(:func:`to_inference_data`), predicts through :func:`predict`, and they are compared side by
+side (:func:`compare`).
 
 The PyMC-based names are imported on first use, so that ``import bayes_rvm`` stays fast for
 users of the estimators alone.
