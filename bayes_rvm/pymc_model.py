@@ -680,7 +680,7 @@ def build_model(
     >>> Phi = np.random.default_rng(0).normal(size=(20, 3))
     >>> model = build_model(Phi, Phi @ [1.0, 0.0, -1.0], a=2.0, b=2.0, c=2.0, d=0.02)
     >>> sorted(model.named_vars)
-    ['Phi', 'alpha', 'beta', 'log_alpha', 'log_beta', 't']
+    ['Phi', 'alpha', 'beta', 'gram', 'log_alpha', 'log_beta', 't']
     """
     likelihood = _lookup(LIKELIHOODS, likelihood, "likelihood")
     if parameterization is None:
