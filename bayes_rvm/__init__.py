@@ -2,9 +2,10 @@
 
 One hierarchical model (Tipping 2001), fitted by type-II maximum likelihood
 (:func:`fit_type2`, the estimators :class:`RVR` and :class:`RVC`), and, through PyMC, by
-MCMC and variational inference (:func:`build_model`, :func:`sample`, :func:`fit_vi`); every
-fit becomes an ArviZ DataTree (:func:`to_inference_data`) and they are compared side by side
-(:func:`compare`).
+MCMC and variational inference (:func:`build_model`, or :func:`rvm_weights` in a model of
+your own; :func:`sample`, :func:`fit_vi`); every fit becomes an ArviZ DataTree
+(:func:`to_inference_data`), predicts through :func:`predict`, and they are compared side by
+side (:func:`compare`).
 
 The PyMC-based names are imported on first use, so that ``import bayes_rvm`` stays fast for
 users of the estimators alone.
@@ -24,9 +25,11 @@ _LAZY = {
     "compare": "bayes_rvm.inference",
     "fit_vi": "bayes_rvm.inference",
     "model_from_estimator": "bayes_rvm.inference",
+    "predict": "bayes_rvm.inference",
     "sample": "bayes_rvm.inference",
     "to_inference_data": "bayes_rvm.inference",
     "build_model": "bayes_rvm.pymc_model",
+    "rvm_weights": "bayes_rvm.pymc_model",
 }
 
 __all__ = [

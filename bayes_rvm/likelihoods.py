@@ -122,7 +122,7 @@ LIKELIHOODS = {
         # name, link, type-II solvers, Laplace link, scale objective, PyMC term, DataTree
         ("gaussian", "identity", _ALL, None, _GRADIENT, True, True),
         ("bernoulli", "logistic", _ALL, Bernoulli, _GRADIENT + "_bernoulli", True, True),
-        ("categorical", "softmax", ("mackay", "em"), Categorical, None, False, False),
+        ("categorical", "softmax", ("mackay", "em"), Categorical, None, True, False),
         ("student_t", "identity", (), None, None, True, False),
     )
 }

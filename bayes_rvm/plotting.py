@@ -1,10 +1,11 @@
-"""Plots of fitted models with matplotlib: fits with error bars and relevance vectors."""
+"""Plots of fitted models: fits with error bars and relevance vectors (matplotlib); log alpha
+across fits and posterior predictive checks of DataTrees (ArviZ)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plot_regression_1d"]
+__all__ = ["plot_log_alpha", "plot_ppc", "plot_regression_1d"]
 
 
 def plot_regression_1d(model, X, y, *, truth=None, ax=None, n_grid: int = 400, title=None):
@@ -52,3 +53,71 @@ def plot_regression_1d(model, X, y, *, truth=None, ax=None, n_grid: int = 400, t
     if title:
         ax.set_title(title, fontsize=9)
     return ax
+
+
+def plot_log_alpha(fits, *, basis=None, **kwargs):
+    """Forest plot of ``log alpha`` per basis function, one colour per fit.
+
+    Parameters
+    ----------
+    fits : mapping name -> DataTree
+        Fits with a posterior ``alpha`` (:func:`bayes_rvm.sample`, :func:`bayes_rvm.fit_vi`,
+        :func:`bayes_rvm.to_inference_data`, or ``pm.sample`` of a model built with
+        :func:`bayes_rvm.rvm_weights`). Pruned basis functions of evidence fits
+        (``alpha = inf``) are left out of that fit's rows.
+    basis : sequence, optional
+        The basis functions to show (labels of the ``basis`` coordinate); default all.
+    **kwargs
+        Passed to ``arviz.plot_forest`` (e.g. ``ci_probs``, ``combined``).
+
+    Returns
+    -------
+    arviz_plots.PlotCollection
+    """
+    import arviz as az
+    import xarray as xr
+
+    trees = {}
+    for name, tree in fits.items():
+        log_alpha = np.log(tree["posterior"]["alpha"])
+        log_alpha = log_alpha.where(np.isfinite(log_alpha))
+        if basis is not None:
+            log_alpha = log_alpha.sel(basis=list(basis))
+        trees[name] = xr.DataTree.from_dict({"posterior": xr.Dataset({"log_alpha": log_alpha})})
+    kwargs.setdefault("combined", True)
+    return az.plot_forest(trees, var_names=["log_alpha"], **kwargs)
+
+
+def plot_ppc(tree, *, num_samples: int = 50, random_seed=None, **kwargs):
+    """Posterior predictive check: replicated targets at the training rows against the data.
+
+    The replicates are drawn through ``w | alpha, beta, t`` (:func:`bayes_rvm.predict`), so
+    this is right for every form, the collapsed one included.
+
+    Parameters
+    ----------
+    tree : DataTree
+        A fit with ``observed_data`` ``t`` and ``constant_data`` ``Phi``.
+    num_samples : int
+        Replicated data sets drawn in the plot.
+    random_seed : int, optional
+    **kwargs
+        Passed to ``arviz.plot_ppc_dist``.
+
+    Returns
+    -------
+    arviz_plots.PlotCollection
+    """
+    import arviz as az
+    import xarray as xr
+
+    from bayes_rvm.inference import predict
+
+    predicted = predict(tree, random_seed=random_seed)
+    replicates = predicted["predictions"].to_dataset()[["t"]]
+    observed = tree["observed_data"].to_dataset()[["t"]]
+    replicates = replicates.assign_coords(obs=observed["obs"].values)
+    plot_tree = xr.DataTree.from_dict(
+        {"posterior_predictive": replicates, "observed_data": observed}
+    )
+    return az.plot_ppc_dist(plot_tree, var_names=["t"], num_samples=num_samples, **kwargs)

@@ -1,8 +1,10 @@
 """The hierarchical sparse Bayesian model (Tipping 2001, eq. 4-6) declared in PyMC.
 
-:func:`build_model` declares the model and never samples: fitting is
-:mod:`bayes_rvm.inference`. Three parameterisations of the same joint density are
-offered (:data:`PARAMETERIZATIONS`):
+:func:`rvm_weights` is the RVM prior as a block to use inside any ``pm.Model``: it
+declares ``alpha`` (with ``log_alpha``) and returns the weights ``w``. :func:`build_model`
+composes it with a likelihood (:data:`LIKELIHOODS`) and never samples: fitting is
+:mod:`bayes_rvm.inference`. Three parameterisations of the same joint density are offered
+(:data:`PARAMETERIZATIONS`):
 
 ``"centred"``
     ``w_i ~ N(0, 1/alpha_i)`` sampled directly. The posterior of ``(log alpha_i, w_i)``
@@ -11,10 +13,14 @@ offered (:data:`PARAMETERIZATIONS`):
 ``"noncentred"``
     ``z_i ~ N(0, 1)``, ``w_i = z_i / sqrt(alpha_i)`` (a deterministic). The prior funnel
     is removed; the likelihood can bring some of it back for well-determined weights.
-``"collapsed"`` (Gaussian likelihood only)
+``"collapsed"`` (Gaussian likelihood only; the default there)
     ``w`` is integrated out: ``t ~ N(0, C)`` with ``C = beta^-1 I + Phi A^-1 Phi^T``
     (eq. 15, 34), so only ``log alpha`` and ``log beta`` are sampled; the fit then draws
     ``w`` exactly from ``p(w | alpha, beta, t)`` (eq. 12-13) for every posterior draw.
+
+The description of a model (:class:`ModelSpec`, :func:`model_spec`) is read from its
+named variables, so it survives ``pymc.model.fgraph.clone_model``, ``pm.do`` and
+``pm.observe``.
 
 Choosing the hyperprior
 -----------------------
@@ -31,102 +37,359 @@ larger ``a`` concentrates it. The same for the noise: ``beta ~ Gamma(c, d)`` wit
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pymc.pytensorf import constant_fold
 from pytensor.compile.builders import OpFromGraph
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.gradient import DisconnectedType
+from pytensor.graph.basic import Variable
+from pytensor.graph.traversal import ancestors
+from pytensor.raise_op import Assert
+from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV, NormalRV, StudentTRV
+from pytensor.tensor.random.op import RandomVariable
 
-from bayes_rvm._validation import check_design, check_noise_var, check_nonnegative, check_target
+from bayes_rvm._validation import (
+    check_design,
+    check_noise_var,
+    check_nonnegative,
+    check_target,
+    lookup,
+)
+from bayes_rvm.evidence import LOG_2PI
+from bayes_rvm.likelihoods import LIKELIHOODS as _REGISTRY
 
-__all__ = ["LIKELIHOODS", "PARAMETERIZATIONS", "ModelSpec", "build_model", "model_spec"]
+__all__ = [
+    "LIKELIHOODS",
+    "PARAMETERIZATIONS",
+    "ModelSpec",
+    "build_model",
+    "model_spec",
+    "rvm_weights",
+]
 
-LOG_2PI = np.float64(np.log(2.0 * np.pi))
+#: Likelihood names accepted by :func:`build_model`: the entries of the likelihood registry
+#: (:mod:`bayes_rvm.likelihoods`) that have a PyMC term.
+LIKELIHOODS = tuple(name for name, entry in _REGISTRY.items() if entry.pymc)
+
+#: Parameterisation names: the weight-space forms of :func:`rvm_weights` and the
+#: collapsed (Gaussian) form of :func:`build_model`.
+PARAMETERIZATIONS = ("noncentred", "centred", "collapsed")
+
+#: Name of the collapsed likelihood's distribution class: how :func:`model_spec` finds it.
+_COLLAPSED_CLASS = "RVMCollapsedGaussian"
+
+#: Likelihoods with a noise precision ``beta``.
+_NOISY = ("gaussian", "student_t")
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """What :mod:`bayes_rvm.inference` needs to know about a model from :func:`build_model`.
+    """What :mod:`bayes_rvm.inference` knows about a model, read from its variables.
 
     Attributes
     ----------
     likelihood : str
+        One of :data:`LIKELIHOODS`.
     parameterization : str
-    a, b, c, d : float or None
-        The Gamma hyperparameters (``c, d`` are ``None`` for classification or a fixed noise).
+        One of :data:`PARAMETERIZATIONS`.
+    a, b, c, d : float, array or None
+        The Gamma hyperparameters when they are constants of the model (``None`` when they
+        are random, as in a hierarchical prior, and ``c, d`` for a model without a learned
+        noise precision).
     noise_var : float or None
-        The fixed noise variance, ``None`` when ``beta`` is learned.
+        The fixed noise variance (``beta`` a constant, also after ``pm.do``), ``None``
+        when ``beta`` is learned or absent.
     design : callable or None
-        Maps new inputs ``X`` to design rows over the model's columns (set for models
-        built from a fitted estimator, see :func:`bayes_rvm.inference.model_from_estimator`).
+        Maps new inputs ``X`` to design rows over the model's columns: known for models
+        built with ``design=`` (such as :func:`bayes_rvm.inference.model_from_estimator`),
+        found again from the training design matrix after the model is copied.
     """
 
     likelihood: str
     parameterization: str
-    a: float
-    b: float
+    a: float | np.ndarray | None
+    b: float | np.ndarray | None
     c: float | None
     d: float | None
     noise_var: float | None
     design: Callable[[np.ndarray], np.ndarray] | None = None
 
 
-#: Attribute of the returned ``pm.Model`` that holds its :class:`ModelSpec`.
-_SPEC_ATTRIBUTE = "bayes_rvm_spec"
+# ---------------------------------------------------------------------------------------
+# Designs of models built from inputs, keyed by the content of the training design matrix
+# ---------------------------------------------------------------------------------------
+
+#: digest of a training design matrix -> ``X_new -> design rows`` (most recent last)
+_DESIGNS: OrderedDict[str, Callable] = OrderedDict()
+_MAX_DESIGNS = 32
+
+
+def design_key(Phi: np.ndarray) -> str:
+    """A digest of a design matrix's shape and values (the key of its ``X -> rows`` map)."""
+    Phi = np.ascontiguousarray(Phi, dtype=np.float64)
+    digest = hashlib.blake2b(Phi.tobytes(), digest_size=16)
+    digest.update(str(Phi.shape).encode())
+    return digest.hexdigest()
+
+
+def register_design(Phi: np.ndarray, design: Callable) -> None:
+    """Remember how new inputs map to rows of ``Phi`` (kept for the latest 32 matrices)."""
+    key = design_key(Phi)
+    _DESIGNS[key] = design
+    _DESIGNS.move_to_end(key)
+    while len(_DESIGNS) > _MAX_DESIGNS:
+        _DESIGNS.popitem(last=False)
+
+
+def find_design(Phi: np.ndarray) -> Callable | None:
+    """The ``X -> rows`` map registered for this training design matrix, if any."""
+    return _DESIGNS.get(design_key(Phi))
+
+
+# ---------------------------------------------------------------------------------------
+# The model description, read from the graph
+# ---------------------------------------------------------------------------------------
+
+
+def _constant(variable) -> float | np.ndarray | None:
+    """The value of a graph that depends on no random variable (``None`` if it does).
+
+    Shared variables count as constants: ``pm.do`` turns an intervened variable into one.
+    Folded by graph rewriting, without compiling a function.
+    """
+    if isinstance(variable, SharedVariable):
+        value = variable.get_value()
+    elif any(
+        node.owner is not None and isinstance(node.owner.op, RandomVariable)
+        for node in ancestors([variable])
+    ):
+        return None
+    else:
+        (value,) = constant_fold([variable], raise_not_constant=False)
+        if isinstance(value, Variable):
+            return None
+    value = np.asarray(value, dtype=np.float64)
+    if np.all(value == value.flat[0]):
+        return float(value.flat[0])
+    return value
+
+
+def _likelihood_of(op) -> str | None:
+    if type(op).__name__ == _COLLAPSED_CLASS or isinstance(op, NormalRV):
+        return "gaussian"
+    for kind, name in (
+        (StudentTRV, "student_t"),
+        (BernoulliRV, "bernoulli"),
+        (CategoricalRV, "categorical"),
+    ):
+        if isinstance(op, kind):
+            return name
+    return None
 
 
 def model_spec(model: pm.Model) -> ModelSpec:
-    """The :class:`ModelSpec` of a model returned by :func:`build_model`."""
-    spec = getattr(model, _SPEC_ATTRIBUTE, None)
-    if not isinstance(spec, ModelSpec):
+    """The :class:`ModelSpec` of a model declared by :func:`build_model`.
+
+    It is read from the model's named variables (``Phi``, ``alpha``, ``beta``, ``z`` /
+    ``w``, the observed ``t``), so copies made by ``clone_model``, ``pm.do`` or
+    ``pm.observe`` keep it.
+
+    Raises
+    ------
+    TypeError
+        When ``model`` is not a ``pymc.Model`` with the variables of :func:`build_model`.
+    """
+    names = getattr(model, "named_vars", None)
+    needed = ("Phi", "alpha", "t")
+    if not isinstance(model, pm.Model) or any(name not in names for name in needed):
+        missing = [] if names is None else [name for name in needed if name not in names]
         raise TypeError(
-            f"expected a pymc.Model returned by bayes_rvm.build_model, got {type(model).__name__}"
-            " without the bayes_rvm model description"
+            f"expected a pymc.Model returned by bayes_rvm.build_model, got "
+            f"{type(model).__name__}"
+            + (f" without the variables {missing}" if missing and names is not None else "")
+            + "; for a model of your own built with bayes_rvm.rvm_weights, sample it with "
+            "pm.sample and use bayes_rvm.predict / bayes_rvm.compare on the DataTree"
         )
-    return spec
+    t = model["t"]
+    likelihood = None if t.owner is None else _likelihood_of(t.owner.op)
+    if likelihood is None or t not in model.observed_RVs:
+        raise TypeError(
+            "expected a pymc.Model returned by bayes_rvm.build_model, whose 't' is an "
+            f"observed variable with one of the likelihoods {LIKELIHOODS}"
+        )
+    if type(t.owner.op).__name__ == _COLLAPSED_CLASS:
+        parameterization = "collapsed"
+    elif "z" in names:
+        parameterization = "noncentred"
+    else:
+        parameterization = "centred"
+    alpha = model["alpha"]
+    a = b = None
+    if alpha in model.free_RVs and alpha.owner is not None:
+        # PyTensor's Gamma takes (shape, scale): the rate b is 1 / scale
+        a, scale = (_constant(v) for v in alpha.owner.inputs[-2:])
+        b = None if scale is None else 1.0 / scale
+    c = d = noise_var = None
+    if "beta" in names:
+        beta = model["beta"]
+        if beta in model.free_RVs:
+            c, scale = (_constant(v) for v in beta.owner.inputs[-2:])
+            d = None if scale is None else 1.0 / scale
+        else:
+            value = _constant(beta)
+            noise_var = None if value is None else 1.0 / float(value)
+    design = find_design(np.asarray(model["Phi"].get_value()))
+    return ModelSpec(likelihood, parameterization, a, b, c, d, noise_var, design)
 
 
-def _check_proper(shape: float, rate: float, names: str, what: str, example: str) -> None:
-    if shape == 0.0 or rate == 0.0:
+# ---------------------------------------------------------------------------------------
+# The RVM prior as a block
+# ---------------------------------------------------------------------------------------
+
+
+def _check_proper(shape, rate, names: str, what: str, example: str) -> None:
+    if np.any(np.asarray(shape) == 0.0) or np.any(np.asarray(rate) == 0.0):
         raise ValueError(
-            f"{names} = {shape:g}, {rate:g} is an improper Gamma hyperprior on {what}: its "
-            "density does not integrate to one, and with it the posterior is improper "
-            f"(the likelihood stays finite as {what} -> 0 or infinity, so the posterior mass "
-            "is infinite). Type-II maximum likelihood copes with that (fit_type2, RVR), but "
-            f"MCMC and VI need a proper prior: both values > 0, e.g. {example}."
+            f"{names} = {np.min(shape):g}, {np.min(rate):g} is an improper Gamma hyperprior on "
+            f"{what}: its density does not integrate to one, and with it the posterior is "
+            f"improper (the likelihood stays finite as {what} -> 0 or infinity, so the "
+            "posterior mass is infinite). Type-II maximum likelihood copes with that "
+            "(fit_type2, RVR), but MCMC and VI need a proper prior: both values > 0, e.g. "
+            f"{example}."
         )
 
 
-def _gaussian_likelihood(Phi, w, beta, t, n_obs) -> None:
-    # Tipping (2001) eq. 5: t ~ N(Phi w, beta^-1 I)
-    pm.Normal("t", mu=Phi @ w, sigma=1.0 / pt.sqrt(beta), observed=t, shape=n_obs, dims="obs")
+def _hyperparameter(value, name: str):
+    """A PyMC/PyTensor variable as given, or a float / array checked to be finite and >= 0."""
+    if isinstance(value, Variable):
+        return value
+    if np.ndim(value) == 0:
+        return np.float64(check_nonnegative(value, name))
+    array = np.asarray(value)
+    if array.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must be a real number, an array or a PyMC variable, got {array}")
+    array = array.astype(np.float64)
+    if not np.all(np.isfinite(array)) or np.any(array < 0):
+        raise ValueError(f"{name} must be finite and >= 0 everywhere, got {array}")
+    return array
 
 
-def _bernoulli_likelihood(Phi, w, beta, t, n_obs) -> None:
-    # Tipping (2001) eq. 23: P(t = 1 | w) = sigmoid(phi(x)^T w)
-    pm.Bernoulli("t", logit_p=Phi @ w, observed=t, shape=n_obs, dims="obs")
+def _weight_prior(a, b):
+    """``a, b`` checked: PyMC variables as given, numbers finite and > 0."""
+    a, b = _hyperparameter(a, "a"), _hyperparameter(b, "b")
+    if not isinstance(a, Variable) and not isinstance(b, Variable):
+        _check_proper(a, b, "a, b", "each alpha_i", "a = 2, b = 2 s**2 for weights of size s")
+    return a, b
 
 
-_LIKELIHOOD_TERMS = {"gaussian": _gaussian_likelihood, "bernoulli": _bernoulli_likelihood}
-
-#: Likelihood names accepted by :func:`build_model`.
-LIKELIHOODS = tuple(_LIKELIHOOD_TERMS)
-
-
-def _declare_centred(Phi, alpha, beta, t, likelihood: str) -> None:
-    # Tipping (2001) eq. 5: p(w | alpha) = prod_i N(w_i | 0, alpha_i^-1)
-    w = pm.Normal("w", mu=0.0, sigma=1.0 / pt.sqrt(alpha), dims="basis")
-    _LIKELIHOOD_TERMS[likelihood](Phi, w, beta, t, Phi.shape[0])
+def _declare_alpha(a, b, dims):
+    """``alpha ~ Gamma(a, b)`` and the deterministic ``log_alpha`` over ``dims``."""
+    a, b = _weight_prior(a, b)
+    # Tipping (2001) eq. 6 with the Gamma hyperprior of eq. 35 (sampled on the log scale)
+    alpha = pm.Gamma("alpha", alpha=a, beta=b, dims=dims)
+    pm.Deterministic("log_alpha", pt.log(alpha), dims=dims)
+    return alpha
 
 
-def _declare_noncentred(Phi, alpha, beta, t, likelihood: str) -> None:
-    z = pm.Normal("z", mu=0.0, sigma=1.0, dims="basis")
+def _dims_tuple(dims) -> tuple[str, ...]:
+    return (dims,) if isinstance(dims, str) else tuple(dims)
+
+
+def rvm_weights(Phi, a, b, *, parameterization: str = "noncentred", dims="basis"):
+    """Declare the RVM prior on the weights inside the current ``pm.Model``; return ``w``.
+
+    ``alpha ~ Gamma(a, b)`` over ``dims`` (Tipping 2001, eq. 6 with the hyperprior of
+    eq. 35), ``log_alpha = log(alpha)`` as a deterministic, and ``w ~ N(0, 1/alpha)``
+    (eq. 5), centred or non-centred.
+
+    Parameters
+    ----------
+    Phi : array or PyTensor variable of shape (N, M)
+        The design matrix; its number of columns sizes the ``"basis"`` dimension when the
+        model has no such coordinate yet.
+    a, b : float, array or PyMC variable
+        Shape and rate of the Gamma prior on each ``alpha``. Floats and arrays must be
+        > 0 (a proper prior). PyMC variables give a hierarchical prior, e.g.
+        ``b = pm.LogNormal("b", 0, 1)``.
+    parameterization : {"noncentred", "centred"}
+        ``"noncentred"`` declares ``z ~ N(0, 1)`` and the deterministic
+        ``w = z / sqrt(alpha)``; ``"centred"`` declares ``w`` itself.
+    dims : str or tuple of str
+        Dims of ``alpha`` and ``w``: ``"basis"``, or e.g. ``("basis", "class")`` for one
+        weight per basis function and class.
+
+    Returns
+    -------
+    TensorVariable
+        ``w``.
+
+    Examples
+    --------
+    A hierarchical prior on the scale of the weights, with a Student-t likelihood:
+
+    >>> import numpy as np, pymc as pm
+    >>> from bayes_rvm import rvm_weights
+    >>> Phi = np.random.default_rng(0).normal(size=(20, 3))
+    >>> with pm.Model(coords={"basis": ["x0", "x1", "x2"]}) as model:
+    ...     scale = pm.HalfNormal("scale", 1.0)
+    ...     w = rvm_weights(Phi, 2.0, 2.0 * scale**2)
+    ...     t = pm.StudentT("t", nu=4, mu=Phi @ w, sigma=0.1, observed=Phi @ [1.0, 0, -1.0])
+    >>> sorted(model.named_vars)
+    ['alpha', 'log_alpha', 'scale', 't', 'w', 'z']
+    """
+    if parameterization not in ("noncentred", "centred"):
+        raise ValueError(
+            f"unknown parameterization {parameterization!r} for rvm_weights; expected "
+            "'noncentred' or 'centred' (the collapsed form integrates w out and is a "
+            "likelihood of build_model)"
+        )
+    model = pm.modelcontext(None)
+    dims = _dims_tuple(dims)
+    if dims[0] not in model.coords:
+        model.add_coord(dims[0], np.arange(int(pt.as_tensor(Phi).shape[1].eval())))
+    alpha = _declare_alpha(a, b, dims)
+    if parameterization == "centred":
+        # Tipping (2001) eq. 5: p(w | alpha) = prod_i N(w_i | 0, alpha_i^-1)
+        return pm.Normal("w", mu=0.0, sigma=1.0 / pt.sqrt(alpha), dims=dims)
+    z = pm.Normal("z", mu=0.0, sigma=1.0, dims=dims)
     # Tipping (2001) eq. 5, non-centred: w_i = z_i / sqrt(alpha_i) ~ N(0, alpha_i^-1)
-    w = pm.Deterministic("w", z / pt.sqrt(alpha), dims="basis")
-    _LIKELIHOOD_TERMS[likelihood](Phi, w, beta, t, Phi.shape[0])
+    return pm.Deterministic("w", z / pt.sqrt(alpha), dims=dims)
+
+
+# ---------------------------------------------------------------------------------------
+# The collapsed Gaussian likelihood
+# ---------------------------------------------------------------------------------------
+
+
+#: message of the check that the collapsed model's Phi and gram agree
+_GRAM_MISMATCH = (
+    "the collapsed model's Phi no longer matches its Gram matrix 'gram' = Phi^T Phi (was Phi "
+    "changed with pm.set_data?). Set both, pm.set_data({'Phi': Phi_new, 'gram': Phi_new.T @ "
+    "Phi_new}), or build a new model; for predictions at new rows use bayes_rvm.predict"
+)
+
+
+def gram_matches(Phi: np.ndarray, gram: np.ndarray) -> bool:
+    """Whether ``gram`` is ``Phi^T Phi``, by one product with a fixed random vector.
+
+    ``Phi^T (Phi v) = gram v`` costs ``O(N M)``, not the ``O(N M^2)`` of forming the product;
+    a change of ``Phi`` passes only if ``Phi^T Phi - gram`` happens to annihilate ``v``.
+    """
+    v = _probe(np.arange(Phi.shape[1]))
+    return bool(np.allclose(Phi.T @ (Phi @ v), gram @ v, rtol=1e-9, atol=1e-9))
+
+
+def _probe(index):
+    """A fixed vector with irregular entries in [-1, 1] (NumPy or PyTensor)."""
+    sin = pt.sin if isinstance(index, Variable) else np.sin
+    return sin(index * 12.9898 + 0.5)
 
 
 def _collapsed_terms(value, alpha, beta, Phi, gram):
@@ -144,8 +407,7 @@ def _collapsed_value(value, alpha, beta, Phi, gram):
     """``log N(t | 0, beta^-1 I + Phi A^-1 Phi^T)`` through the ``M x M`` posterior precision.
 
     The weight-space route of :func:`bayes_rvm.evidence.log_evidence_gaussian`: one
-    Cholesky factor of ``H = A + beta Phi^T Phi`` (``gram`` is ``Phi^T Phi`` of the
-    training rows, precomputed), no ``N x N`` matrix.
+    Cholesky factor of ``H = A + beta Phi^T Phi``, no ``N x N`` matrix.
     """
     L, mu, rss = _collapsed_terms(value, alpha, beta, Phi, gram)
     n = value.shape[0]
@@ -177,10 +439,15 @@ def _collapsed_pullback(inputs, outputs, cotangents):
     return [no_gradient(), cotangent * d_alpha, cotangent * d_beta, no_gradient(), no_gradient()]
 
 
-def _collapsed_op() -> OpFromGraph:
+def _collapsed_logp(value, alpha, beta, Phi, gram):
+    """Log density of the marginal ``t`` (eq. 34), with the analytic gradient attached.
+
+    ``gram`` is the ``pm.Data`` ``Phi^T Phi`` (forming it at every evaluation would double
+    the cost); the log density refuses to evaluate when it does not match ``Phi``.
+    """
     inputs = [pt.dvector("t"), pt.dvector("alpha"), pt.dscalar("beta")]
     inputs += [pt.dmatrix("Phi"), pt.dmatrix("gram")]
-    return OpFromGraph(
+    op = OpFromGraph(
         inputs,
         [_collapsed_value(*inputs)],
         pullback=_collapsed_pullback,
@@ -188,31 +455,27 @@ def _collapsed_op() -> OpFromGraph:
         inline=True,
         name="collapsed_log_evidence",
     )
+    v = _probe(pt.arange(gram.shape[0]))
+    matches = pt.allclose(Phi.T @ (Phi @ v), gram @ v, rtol=1e-9, atol=1e-9)
+    return Assert(_GRAM_MISMATCH)(op(value, alpha, beta, Phi, gram), matches)
 
 
-def _collapsed_logp(value, alpha, beta, Phi, gram):
-    """Log density of the marginal ``t`` (eq. 34), with the analytic gradient attached."""
-    return _collapsed_op()(value, alpha, beta, Phi, gram)
+def _collapsed_random(*args, rng=None, size=None):
+    raise ValueError(
+        "the collapsed model's 't' is the marginal N(0, beta^-1 I + Phi A^-1 Phi^T) (Tipping "
+        "2001, eq. 34): its draws given (alpha, beta) ignore the observed targets, so "
+        "pm.sample_posterior_predictive would return the prior predictive of each draw, not "
+        "the posterior predictive. Use bayes_rvm.predict(tree, Phi_new=...) (draws through "
+        "w | alpha, beta, t), or build_model(..., parameterization='noncentred') for "
+        "pm.sample_prior_predictive / pm.sample_posterior_predictive."
+    )
 
 
-def _collapsed_draw(alpha, beta, Phi, gram, size):
-    """Generative form of the marginal (prior predictive draws): w ~ N(0, A^-1), then t.
-
-    ``t`` is one vector (no batch dimensions), so ``size`` is empty and unused.
-    """
-    w = pm.Normal.dist(mu=0.0, sigma=1.0 / pt.sqrt(alpha))
-    return pm.Normal.dist(mu=Phi @ w, sigma=1.0 / pt.sqrt(beta))
-
-
-def _declare_collapsed(Phi, alpha, beta, t, likelihood: str) -> None:
-    if likelihood != "gaussian":
-        raise ValueError(
-            f"parameterization='collapsed' integrates w out in closed form, which needs the "
-            f"Gaussian likelihood; got likelihood={likelihood!r}. Use 'noncentred' instead."
-        )
+def _collapsed_likelihood(Phi, alpha, beta, t) -> None:
     model = pm.modelcontext(None)
     model.add_coord("basis_", model.coords["basis"])
-    gram = pm.Data("gram", Phi.get_value().T @ Phi.get_value(), dims=("basis", "basis_"))
+    value = Phi.get_value()
+    gram = pm.Data("gram", value.T @ value, dims=("basis", "basis_"))
     # Tipping (2001) eq. 34: t ~ N(0, beta^-1 I + Phi A^-1 Phi^T)
     pm.CustomDist(
         "t",
@@ -221,35 +484,61 @@ def _declare_collapsed(Phi, alpha, beta, t, likelihood: str) -> None:
         Phi,
         gram,
         logp=_collapsed_logp,
-        dist=_collapsed_draw,
-        ndim_supp=1,
-        ndims_params=[1, 0, 2, 2],
+        random=_collapsed_random,
+        signature="(m),(),(n,m),(m,m)->(n)",
+        class_name=_COLLAPSED_CLASS,
         observed=t,
         shape=Phi.shape[0],
         dims="obs",
     )
 
 
-#: parameterization name -> function declaring w and the likelihood.
-PARAMETERIZATIONS: dict[str, Callable] = {
-    "noncentred": _declare_noncentred,
-    "centred": _declare_centred,
-    "collapsed": _declare_collapsed,
+# ---------------------------------------------------------------------------------------
+# Likelihoods given w
+# ---------------------------------------------------------------------------------------
+
+
+def _noise_sigma(beta):
+    return 1.0 / pt.sqrt(beta)
+
+
+def _gaussian(Phi, w, beta, nu, t) -> None:
+    # Tipping (2001) eq. 5: t ~ N(Phi w, beta^-1 I)
+    sigma = _noise_sigma(beta)
+    pm.Normal("t", mu=Phi @ w, sigma=sigma, observed=t, shape=Phi.shape[0], dims="obs")
+
+
+def _student_t(Phi, w, beta, nu, t) -> None:
+    # robust regression: t_n ~ StudentT(nu, phi_n^T w, beta^-1/2)
+    sigma = _noise_sigma(beta)
+    pm.StudentT("t", nu=nu, mu=Phi @ w, sigma=sigma, observed=t, shape=Phi.shape[0], dims="obs")
+
+
+def _bernoulli(Phi, w, beta, nu, t) -> None:
+    # Tipping (2001) eq. 23: P(t = 1 | w) = sigmoid(phi(x)^T w)
+    pm.Bernoulli("t", logit_p=Phi @ w, observed=t, shape=Phi.shape[0], dims="obs")
+
+
+def _categorical(Phi, w, beta, nu, t) -> None:
+    # Bishop (2006) eq. 7.120-7.121 (RVM multiclass): P(t = k | w) = softmax_k(Phi w)
+    pm.Categorical("t", logit_p=Phi @ w, observed=t, shape=Phi.shape[0], dims="obs")
+
+
+_LIKELIHOOD_TERMS = {
+    "gaussian": _gaussian,
+    "student_t": _student_t,
+    "bernoulli": _bernoulli,
+    "categorical": _categorical,
 }
 
 
-def _lookup(table, name, what: str):
-    if not isinstance(name, str) or name not in table:
-        valid = ", ".join(repr(k) for k in table)
-        raise ValueError(f"unknown {what} {name!r}; expected one of: {valid}")
-    return table[name] if isinstance(table, Mapping) else name
-
-
-def _coords(coords, n_obs: int, n_basis: int) -> dict:
+def _coords(coords, n_obs: int, n_basis: int, classes) -> dict:
     out = {"obs": np.arange(n_obs), "basis": np.arange(n_basis)}
+    if classes is not None:
+        out["class"] = np.asarray(classes)
     for name, values in dict(coords or {}).items():
         if name not in out:
-            raise ValueError(f"unknown coordinate {name!r}; expected 'obs' or 'basis'")
+            raise ValueError(f"unknown coordinate {name!r}; expected one of {sorted(out)}")
         values = np.asarray(values)
         if values.shape != out[name].shape:
             raise ValueError(
@@ -259,54 +548,113 @@ def _coords(coords, n_obs: int, n_basis: int) -> dict:
     return out
 
 
+def _check_targets(likelihood: str, t, n_rows: int):
+    """Targets as the likelihood needs them, and the class labels (classification)."""
+    if likelihood == "categorical":
+        labels = np.asarray(t)
+        if labels.ndim == 2 and labels.shape[1] == 1:
+            labels = labels[:, 0]
+        if labels.shape != (n_rows,):
+            raise ValueError(f"expected t of length {n_rows} (one per row), got {labels.shape}")
+        classes, codes = np.unique(labels, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"likelihood='categorical' needs at least 2 classes, got {classes}")
+        return codes.astype(np.int64), classes
+    t = check_target(t, n_rows)
+    if likelihood == "bernoulli":
+        if not np.all((t == 0) | (t == 1)):
+            raise ValueError("likelihood='bernoulli' needs targets t in {0, 1}")
+        return t.astype(np.int64), None
+    return t, None
+
+
+def _noise_options(likelihood, c, d, noise_var, nu):
+    """Checked ``c, d, noise_var, nu`` for the likelihood."""
+    if likelihood not in _NOISY:
+        if any(v is not None for v in (c, d, noise_var)):
+            raise ValueError(
+                f"likelihood={likelihood!r} has no noise precision: leave c, d and noise_var unset"
+            )
+    elif noise_var is not None:
+        if c is not None or d is not None:
+            raise ValueError("give either noise_var (fixed beta) or c, d (its prior), not both")
+        noise_var = check_noise_var(noise_var)
+    else:
+        if c is None or d is None:
+            raise ValueError(
+                f"likelihood={likelihood!r} with a learned noise needs the Gamma(c, d) prior on "
+                "beta: give c and d (e.g. c = 2, d = 2 sigma**2 for a noise sd sigma), or "
+                "noise_var"
+            )
+        c, d = check_nonnegative(c, "c"), check_nonnegative(d, "d")
+        _check_proper(c, d, "c, d", "beta", "c = 2, d = 2 sigma**2 for a noise sd sigma")
+    if nu is not None:
+        if likelihood != "student_t":
+            raise ValueError(f"nu is the degrees of freedom of 'student_t'; got {likelihood=!r}")
+        nu = check_nonnegative(nu, "nu")
+        if nu == 0.0:
+            raise ValueError("nu must be > 0")
+    return c, d, noise_var, nu
+
+
 def build_model(
     Phi,
     t,
     likelihood: str = "gaussian",
     *,
-    a: float,
-    b: float,
+    a,
+    b,
     c: float | None = None,
     d: float | None = None,
     noise_var: float | None = None,
-    parameterization: str = "noncentred",
+    nu: float | None = None,
+    parameterization: str | None = None,
     coords: Mapping | None = None,
     design: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> pm.Model:
     """Declare the sparse Bayesian model of Tipping (2001) as a ``pymc.Model``.
 
-    ``alpha_i ~ Gamma(a, b)``, ``w_i | alpha_i ~ N(0, 1/alpha_i)``, ``beta ~ Gamma(c, d)``,
-    ``t ~ N(Phi w, 1/beta)`` (regression) or ``t ~ Bernoulli(sigmoid(Phi w))``.
+    :func:`rvm_weights` (``alpha_i ~ Gamma(a, b)``, ``w_i | alpha_i ~ N(0, 1/alpha_i)``)
+    composed with a likelihood: ``t ~ N(Phi w, 1/beta)``, ``StudentT(nu, Phi w,
+    beta^-1/2)``, ``Bernoulli(sigmoid(Phi w))`` or ``Categorical(softmax(Phi w))``, with
+    ``beta ~ Gamma(c, d)``.
 
     Parameters
     ----------
     Phi : array of shape (N, M)
         Design matrix; registered as ``pm.Data("Phi")`` with dims ``("obs", "basis")``.
     t : array of shape (N,)
-        Targets (0/1 for ``"bernoulli"``).
-    likelihood : {"gaussian", "bernoulli"}
-    a, b : float
-        Shape and rate of the Gamma prior on every ``alpha_i``; both must be > 0 (see the
-        module notes: ``a`` about 2 and ``b = a s^2`` for a weight scale ``s``).
+        Targets: real numbers (``"gaussian"``, ``"student_t"``), 0/1 (``"bernoulli"``) or
+        class labels of any type (``"categorical"``; coordinate ``"class"``).
+    likelihood : {"gaussian", "student_t", "bernoulli", "categorical"}
+    a, b : float, array or PyMC variable
+        Shape and rate of the Gamma prior on every ``alpha_i`` (see :func:`rvm_weights`);
+        numbers must be > 0 (see the module notes: ``a`` about 2 and ``b = a s^2`` for a
+        weight scale ``s``).
     c, d : float, optional
-        Shape and rate of the Gamma prior on ``beta``; required (> 0) for the Gaussian
-        likelihood unless ``noise_var`` is given, not allowed otherwise.
+        Shape and rate of the Gamma prior on ``beta``; required (> 0) for ``"gaussian"``
+        and ``"student_t"`` unless ``noise_var`` is given, not allowed otherwise.
     noise_var : float, optional
         Fix the noise variance: ``beta = 1 / noise_var`` becomes a deterministic.
-    parameterization : {"noncentred", "centred", "collapsed"}
-        See the module notes.
+    nu : float, optional
+        Degrees of freedom of ``"student_t"``; by default learned, ``nu ~ Gamma(2, 0.1)``
+        (Juárez and Steel 2010).
+    parameterization : {"collapsed", "noncentred", "centred"}, optional
+        See the module notes. Default ``"collapsed"`` for ``"gaussian"``, ``"noncentred"``
+        otherwise.
     coords : mapping, optional
         Labels for the ``"obs"`` and ``"basis"`` dimensions (default ``0..N-1``, ``0..M-1``).
     design : callable, optional
-        ``X_new -> design rows`` over the model's columns, kept for predictions from
-        inputs (:func:`bayes_rvm.sample` with ``X_new``).
+        ``X_new -> design rows`` over the model's columns, for predictions from inputs
+        (:func:`bayes_rvm.sample` and :func:`bayes_rvm.predict` with ``X_new``).
 
     Returns
     -------
     pymc.Model
         Free variables ``alpha`` (and ``beta``; ``z`` in the non-centred form, ``w`` in the
-        centred form), the deterministic ``w`` (non-centred), the observed ``t``. Its
-        description is in :func:`model_spec`.
+        centred form; ``nu`` for a learned Student-t), the deterministics ``log_alpha``,
+        ``log_beta`` and ``w`` (non-centred), the observed ``t``. Its description is
+        :func:`model_spec`.
 
     Raises
     ------
@@ -318,10 +666,12 @@ def build_model(
     -----
     Tipping (2001) eq. 4-6 and 34. In the collapsed form the observed ``t`` has the log
     density ``log N(t | 0, C)`` (eq. 15), evaluated through the Cholesky factor of the
-    ``M x M`` matrix ``A + beta Phi^T Phi`` (eq. 38, 41); its Gram matrix ``Phi^T Phi`` is
-    the ``pm.Data("gram")`` of the training rows, so new rows set with ``pm.set_data``
-    serve predictions in the other forms only (:func:`bayes_rvm.sample` predicts for every
-    form from the posterior draws of ``w``).
+    ``M x M`` matrix ``A + beta Phi^T Phi`` (eq. 38, 41), with ``Phi^T Phi`` the
+    ``pm.Data("gram")``; the log density checks that it still matches ``Phi`` and refuses
+    to evaluate after ``pm.set_data`` changed one without the other. Its draws given
+    ``(alpha, beta)`` would ignore the data, so
+    ``pm.sample_posterior_predictive`` refuses it; :func:`bayes_rvm.predict` draws the
+    predictions of every form through ``w | alpha, beta, t``.
 
     Examples
     --------
@@ -330,48 +680,43 @@ def build_model(
     >>> Phi = np.random.default_rng(0).normal(size=(20, 3))
     >>> model = build_model(Phi, Phi @ [1.0, 0.0, -1.0], a=2.0, b=2.0, c=2.0, d=0.02)
     >>> sorted(model.named_vars)
-    ['Phi', 'alpha', 'beta', 't', 'w', 'z']
+    ['Phi', 'alpha', 'beta', 'gram', 'log_alpha', 'log_beta', 't']
     """
-    likelihood = _lookup(LIKELIHOODS, likelihood, "likelihood")
-    declare = _lookup(PARAMETERIZATIONS, parameterization, "parameterization")
+    likelihood = lookup(LIKELIHOODS, likelihood, "likelihood")
+    if parameterization is None:
+        parameterization = "collapsed" if likelihood == "gaussian" else "noncentred"
+    parameterization = lookup(PARAMETERIZATIONS, parameterization, "parameterization")
+    if parameterization == "collapsed" and likelihood != "gaussian":
+        raise ValueError(
+            f"parameterization='collapsed' integrates w out in closed form, which needs the "
+            f"Gaussian likelihood; got likelihood={likelihood!r}. Use 'noncentred' instead."
+        )
     Phi = check_design(Phi)
-    t = check_target(t, Phi.shape[0])
-    a, b = check_nonnegative(a, "a"), check_nonnegative(b, "b")
-    _check_proper(a, b, "a, b", "each alpha_i", "a = 2, b = 2 s**2 for weights of size s")
-    noise_var = check_noise_var(noise_var)
-    if likelihood == "bernoulli":
-        if not np.all((t == 0) | (t == 1)):
-            raise ValueError("likelihood='bernoulli' needs targets t in {0, 1}")
-        if c is not None or d is not None or noise_var is not None:
-            raise ValueError(
-                "likelihood='bernoulli' has no noise precision: leave c, d and noise_var unset"
-            )
-    elif noise_var is not None:
-        if c is not None or d is not None:
-            raise ValueError("give either noise_var (fixed beta) or c, d (its prior), not both")
-    else:
-        if c is None or d is None:
-            raise ValueError(
-                "likelihood='gaussian' with a learned noise needs the Gamma(c, d) prior on beta:"
-                " give c and d (e.g. c = 2, d = 2 sigma**2 for a noise sd sigma), or noise_var"
-            )
-        c, d = check_nonnegative(c, "c"), check_nonnegative(d, "d")
-        _check_proper(c, d, "c, d", "beta", "c = 2, d = 2 sigma**2 for a noise sd sigma")
-    spec = ModelSpec(likelihood, parameterization, a, b, c, d, noise_var, design)
+    t, classes = _check_targets(likelihood, t, Phi.shape[0])
+    c, d, noise_var, nu = _noise_options(likelihood, c, d, noise_var, nu)
+    a, b = _weight_prior(a, b)
+    if design is not None:
+        if not callable(design):
+            raise TypeError(f"design must be a callable X_new -> rows, got {type(design)}")
+        register_design(Phi, design)
 
-    with pm.Model(coords=_coords(coords, *Phi.shape)) as model:
+    dims = ("basis", "class") if likelihood == "categorical" else "basis"
+    with pm.Model(coords=_coords(coords, *Phi.shape, classes)) as model:
         Phi_data = pm.Data("Phi", Phi, dims=("obs", "basis"))
-        # Tipping (2001) eq. 6 with the Gamma hyperprior of eq. 35 (log-transformed by PyMC)
-        # (hyperparameters as float64: PyTensor would store a Python float such as 0.5 as a
-        # float32 constant and take its log in single precision)
-        alpha = pm.Gamma("alpha", alpha=np.float64(a), beta=np.float64(b), dims="basis")
-        if likelihood == "bernoulli":
-            beta = None
-        elif noise_var is not None:
-            beta = pm.Deterministic("beta", pt.constant(np.float64(1.0 / noise_var)))
-        else:
-            # Tipping (2001) eq. 35: beta ~ Gamma(c, d)
-            beta = pm.Gamma("beta", alpha=np.float64(c), beta=np.float64(d))
-        declare(Phi_data, alpha, beta, t, likelihood)
-    setattr(model, _SPEC_ATTRIBUTE, spec)
+        beta = None
+        if likelihood in _NOISY:
+            if noise_var is not None:
+                beta = pm.Deterministic("beta", pt.constant(np.float64(1.0 / noise_var)))
+            else:
+                # Tipping (2001) eq. 35: beta ~ Gamma(c, d)
+                beta = pm.Gamma("beta", alpha=np.float64(c), beta=np.float64(d))
+            pm.Deterministic("log_beta", pt.log(beta))
+        if parameterization == "collapsed":
+            alpha = _declare_alpha(a, b, "basis")
+            _collapsed_likelihood(Phi_data, alpha, beta, t)
+            return model
+        w = rvm_weights(Phi_data, a, b, parameterization=parameterization, dims=dims)
+        if likelihood == "student_t":
+            nu = pm.Gamma("nu", alpha=2.0, beta=0.1) if nu is None else np.float64(nu)
+        _LIKELIHOOD_TERMS[likelihood](Phi_data, w, beta, nu, t)
     return model

@@ -10,12 +10,14 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
+from pymc.model.fgraph import clone_model
 from scipy import stats
 
-from bayes_rvm import build_model
+import bayes_rvm as br
+from bayes_rvm import build_model, rvm_weights
 from bayes_rvm.evidence import hyperprior_log_density, log_evidence_dense, log_evidence_gaussian
 from bayes_rvm.posterior import gaussian_posterior
-from bayes_rvm.pymc_model import PARAMETERIZATIONS, model_spec
+from bayes_rvm.pymc_model import PARAMETERIZATIONS, gram_matches, model_spec
 
 PRIOR = {"a": 2.0, "b": 0.5, "c": 3.0, "d": 0.3}
 
@@ -124,7 +126,7 @@ def test_bernoulli_logp_matches_scipy(problem):
 
 def test_fixed_noise_makes_beta_a_constant(problem):
     Phi, t = problem
-    model = build_model(Phi, t, a=2.0, b=0.5, noise_var=0.25)
+    model = build_model(Phi, t, a=2.0, b=0.5, noise_var=0.25, parameterization="noncentred")
     assert {rv.name for rv in model.free_RVs} == {"alpha", "z"}
     assert float(pm.draw(model["beta"])) == 4.0
     assert model_spec(model).noise_var == 0.25
@@ -133,9 +135,10 @@ def test_fixed_noise_makes_beta_a_constant(problem):
 def test_names_dims_and_coords(problem):
     Phi, t = problem
     names = [f"phi{j}" for j in range(6)]
-    model = build_model(Phi, t, coords={"basis": names}, **PRIOR)
+    model = build_model(Phi, t, coords={"basis": names}, parameterization="noncentred", **PRIOR)
     assert list(model.coords["basis"]) == names
     assert model.named_vars_to_dims["w"] == ("basis",)
+    assert model.named_vars_to_dims["log_alpha"] == ("basis",)
     assert model.named_vars_to_dims["t"] == ("obs",)
     assert model.named_vars_to_dims["Phi"] == ("obs", "basis")
     assert model_spec(model).parameterization == "noncentred"
@@ -148,7 +151,7 @@ def test_names_dims_and_coords(problem):
 def test_set_data_predicts_at_new_rows(problem):
     """pm.set_data + sample_posterior_predictive draws t_new ~ N(Phi_new w, 1/beta)."""
     Phi, t = problem
-    model = build_model(Phi, t, **PRIOR)
+    model = build_model(Phi, t, parameterization="noncentred", **PRIOR)
     rng = np.random.default_rng(4)
     n_draws = 2000
     alpha = rng.gamma(2.0, 1.0, (1, n_draws, 6))
@@ -195,6 +198,16 @@ def test_option_errors(problem):
     assert set(PARAMETERIZATIONS) == {"noncentred", "centred", "collapsed"}
     with pytest.raises(ValueError, match="unknown likelihood 'poisson'"):
         build_model(Phi, t, "poisson", **PRIOR)
+    with pytest.raises(ValueError, match="degrees of freedom of 'student_t'"):
+        build_model(Phi, t, nu=3.0, **PRIOR)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        build_model(Phi, np.zeros(30), "categorical", a=2.0, b=1.0)
+    with pytest.raises(ValueError, match="'noncentred' or 'centred'"), pm.Model():
+        rvm_weights(Phi, 2.0, 1.0, parameterization="collapsed")
+    with pytest.raises(ValueError, match="improper Gamma"), pm.Model():
+        rvm_weights(Phi, [2.0] * 6, np.r_[1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="unknown likelihood 'poisson'"):
+        build_model(Phi, t, "poisson", **PRIOR)
     labels = (t > 0).astype(float)
     with pytest.raises(ValueError, match="needs the Gaussian likelihood"):
         build_model(Phi, labels, "bernoulli", a=2.0, b=1.0, parameterization="collapsed")
@@ -208,3 +221,139 @@ def test_option_errors(problem):
         build_model(Phi, t[:10], **PRIOR)
     with pytest.raises(TypeError, match=r"bayes_rvm\.build_model"):
         model_spec(pm.Model())
+    with pm.Model(coords={"basis": range(6)}) as own:
+        rvm_weights(Phi, 2.0, 1.0)
+    with pytest.raises(TypeError, match=r"without the variables \['Phi', 't'\]"):
+        model_spec(own)
+
+
+def test_defaults_and_derived_variables(problem):
+    """Collapsed by default for the Gaussian likelihood, log_alpha / log_beta declared."""
+    Phi, t = problem
+    model = build_model(Phi, t, **PRIOR)
+    assert model_spec(model).parameterization == "collapsed"
+    assert {rv.name for rv in model.free_RVs} == {"alpha", "beta"}
+    alpha, beta = np.arange(1.0, 7.0), 3.0
+    log_alpha = model["log_alpha"].eval({model["alpha"]: alpha})
+    np.testing.assert_allclose(log_alpha, np.log(alpha), rtol=1e-14)
+    assert float(model["log_beta"].eval({model["beta"]: beta})) == pytest.approx(np.log(beta))
+    labels = (t > 0).astype(float)
+    assert model_spec(build_model(Phi, labels, "bernoulli", a=2.0, b=1.0)).parameterization == (
+        "noncentred"
+    )
+
+
+def test_collapsed_model_refuses_a_stale_gram(problem):
+    """pm.set_data of Phi alone would leave Phi^T Phi stale (the log density was -766725
+    against -90.9 for a fresh model): it is refused; Phi and gram set together are used."""
+    Phi, t = problem
+    Phi2 = np.random.default_rng(9).normal(size=Phi.shape)
+    model = build_model(Phi, t, **PRIOR)
+    point = {"alpha_log__": np.log(np.linspace(0.5, 3.0, 6)), "beta_log__": np.log(4.0)}
+    logp = model.compile_logp(jacobian=True, mode="FAST_COMPILE")
+    with model:
+        pm.set_data({"Phi": Phi2})
+    with pytest.raises(AssertionError, match="no longer matches its Gram matrix"):
+        logp(point)
+    with pytest.raises(ValueError, match="no longer matches its Gram matrix"):
+        br.sample(model, draws=10, tune=10, chains=1)
+    with model:
+        pm.set_data({"Phi": Phi2, "gram": Phi2.T @ Phi2})
+    assert logp(point) == pytest.approx(_logp(build_model(Phi2, t, **PRIOR), point), abs=1e-9)
+    assert gram_matches(Phi2, Phi2.T @ Phi2) and not gram_matches(Phi2, Phi.T @ Phi)
+
+
+@pytest.mark.filterwarnings("ignore:Numba will use object mode:UserWarning")
+def test_collapsed_posterior_predictive_is_refused(problem):
+    """Draws of the marginal t ignore the data: refused with a pointer to predict."""
+    Phi, t = problem
+    model = build_model(Phi, t, **PRIOR)
+    posterior = az.from_dict(
+        {"posterior": {"alpha": np.ones((1, 5, 6)), "beta": np.full((1, 5), 4.0)}},
+        dims={"alpha": ["basis"]},
+        coords={"basis": np.arange(6)},
+    )
+    with pytest.raises(ValueError, match=r"bayes_rvm\.predict"):
+        pm.sample_posterior_predictive(posterior, model=model, progressbar=False)
+
+
+@pytest.mark.parametrize("parameterization", ["collapsed", "noncentred", "centred"])
+def test_model_description_survives_copies(problem, parameterization):
+    """clone_model, pm.do and pm.observe keep what bayes_rvm reads from the model."""
+    Phi, t = problem
+    model = build_model(
+        Phi,
+        t,
+        parameterization=parameterization,
+        design=lambda X: X,
+        a=2.0,
+        b=[0.5] * 6,
+        c=3.0,
+        d=0.3,
+    )
+    spec = model_spec(model)
+    assert (spec.likelihood, spec.parameterization) == ("gaussian", parameterization)
+    assert (spec.a, spec.b, spec.c, spec.d, spec.noise_var) == (2.0, 0.5, 3.0, 0.3, None)
+    assert model_spec(clone_model(model)) == spec
+    fixed = model_spec(pm.do(model, {"beta": 4.0}))
+    assert (fixed.noise_var, fixed.c, fixed.parameterization) == (0.25, None, parameterization)
+    observed = model_spec(pm.observe(model, {"alpha": np.ones(6)}))
+    assert (observed.a, observed.parameterization, observed.design) == (
+        None,
+        parameterization,
+        spec.design,
+    )
+
+
+def test_block_composes_with_a_users_likelihood(problem):
+    """rvm_weights in a user's model gives the same log density as build_model's weights, and
+    a, b may be PyMC variables (a hierarchical prior on the weight scale)."""
+    Phi, t = problem
+    reference = build_model(Phi, t, parameterization="noncentred", **PRIOR)
+    with pm.Model(coords={"basis": np.arange(6), "obs": np.arange(30)}) as own:
+        beta = pm.Gamma("beta", alpha=3.0, beta=np.float64(0.3))
+        w = rvm_weights(Phi, 2.0, 0.5)
+        pm.Normal("t", mu=Phi @ w, sigma=1.0 / pm.math.sqrt(beta), observed=t, dims="obs")
+    rng = np.random.default_rng(8)
+    point = {"alpha_log__": rng.normal(size=6), "z": rng.normal(size=6), "beta_log__": 1.2}
+    # the same terms summed in another order (Phi a constant here, a shared variable there)
+    assert _logp(own, point) == pytest.approx(_logp(reference, point), rel=1e-11)
+    with pm.Model(coords={"basis": np.arange(6)}) as hierarchical:
+        scale = pm.HalfNormal("scale", 1.0)
+        w = rvm_weights(Phi, 2.0, 2.0 * scale**2, parameterization="centred")
+    alpha = hierarchical["alpha"]
+    assert hierarchical.named_vars_to_dims["w"] == ("basis",)
+    rate = 1.0 / alpha.owner.inputs[-1]  # PyTensor's Gamma takes the scale
+    np.testing.assert_allclose(rate.eval({hierarchical["scale"]: 1.5}), 2.0 * 1.5**2, rtol=1e-14)
+
+
+def test_student_t_and_categorical_logp_match_scipy(problem):
+    Phi, t = problem
+    rng = np.random.default_rng(10)
+    robust = build_model(Phi, t, "student_t", nu=4.0, **PRIOR)
+    alpha, z, beta = rng.gamma(2.0, 1.0, 6), rng.normal(size=6), 2.0
+    w = z / np.sqrt(alpha)
+    expected = (
+        _log_gamma_on_log_scale(alpha, 2.0, 0.5)
+        + _log_gamma_on_log_scale(beta, 3.0, 0.3)
+        + stats.norm.logpdf(z).sum()
+        + stats.t.logpdf(t, 4.0, loc=Phi @ w, scale=1.0 / np.sqrt(beta)).sum()
+    )
+    point = {"alpha_log__": np.log(alpha), "z": z, "beta_log__": np.log(beta)}
+    assert _logp(robust, point) == pytest.approx(expected, abs=1e-8)
+    assert "nu" in build_model(Phi, t, "student_t", **PRIOR).named_vars  # learned by default
+
+    labels = np.array(["b", "a", "c"])[rng.integers(0, 3, 30)]
+    softmax = build_model(Phi, labels, "categorical", a=2.0, b=0.5)
+    assert list(softmax.coords["class"]) == ["a", "b", "c"]
+    assert softmax.named_vars_to_dims["w"] == ("basis", "class")
+    alpha, z = rng.gamma(2.0, 1.0, (6, 3)), rng.normal(size=(6, 3))
+    logits = Phi @ (z / np.sqrt(alpha))
+    log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    codes = np.searchsorted(["a", "b", "c"], labels)
+    expected = (
+        _log_gamma_on_log_scale(alpha, 2.0, 0.5)
+        + stats.norm.logpdf(z).sum()
+        + log_p[np.arange(30), codes].sum()
+    )
+    assert _logp(softmax, {"alpha_log__": np.log(alpha), "z": z}) == pytest.approx(expected, 1e-10)
