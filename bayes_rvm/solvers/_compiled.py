@@ -68,6 +68,10 @@ class Schedule:
         In the last sub-problem a re-estimate is taken when it gains more than ``polish
         tol`` (adds and deletes still need ``tol``), so that the active ``alpha`` sit at
         their joint optimum to about ``sqrt(polish tol)`` relative, not ``sqrt(tol)``.
+    cancellation : float
+        An add is confirmed on ``S_j`` from ``Sigma`` (``O(M^2)``), or from a new factor
+        (``O(M^3)``, fewer digits lost) when ``S_j`` is below this fraction of ``beta
+        ||phi~_j||^2``.
     refactor_min : int
         Rank-one updates of ``Sigma, mu`` between two factorisations: at least this many
         and at least ``M``.
@@ -92,6 +96,7 @@ class Schedule:
     refactor_min: int = 32
     span: float = 1e-10
     resolution: float = 1.0
+    cancellation: float = 1e-4
 
 
 class Ascent:
@@ -127,6 +132,7 @@ class Ascent:
         self.C = np.zeros((cap, n_basis))
         self.Phi = np.zeros((cap, N))
         self.Sigma = np.zeros((cap, cap))
+        self.L = np.zeros((cap, cap))
         self.mu = np.zeros(cap)
         self.position = np.full(n_basis, -1, dtype=np.int64)
         self.S = np.zeros(n_basis)
@@ -156,7 +162,7 @@ class Ascent:
         has_hyper = self.learn_noise and (self.prior.c != 0.0 or self.prior.d != 0.0)
         _steps.refresh(
             self.idx, self.alpha, self.C, self.Phi, self.t, self.phi_t, self.unit,
-            self.Sigma, self.mu, self.S, self.Q, self.istate, self.fstate, has_hyper,
+            self.Sigma, self.mu, self.L, self.S, self.Q, self.istate, self.fstate, has_hyper,
             self.prior.c, self.prior.d,
         )  # fmt: skip
 
@@ -174,9 +180,10 @@ class Ascent:
             new = np.zeros(shape, dtype=old.dtype)
             new[:M] = old[:M]
             setattr(self, name, new)
-        Sigma = np.zeros((cap, cap))
-        Sigma[:M, :M] = self.Sigma[:M, :M]
-        self.Sigma = Sigma
+        for name in ("Sigma", "L"):
+            square = np.zeros((cap, cap))
+            square[:M, :M] = getattr(self, name)[:M, :M]
+            setattr(self, name, square)
 
     @property
     def M(self) -> int:
@@ -204,14 +211,14 @@ class Ascent:
             [
                 self.tol, self.floor, sch.refactor_min, sch.span, sch.resolution,
                 sch.relative_inner, sch.sub_steps * self.B.shape[0], sch.restart_below,
-                sch.noise_growth, sch.noise_rtol, sch.polish,
+                sch.noise_growth, sch.noise_rtol, sch.polish, sch.cancellation,
             ]
         )  # fmt: skip
         while True:
             code = Status(
                 _steps.ascend(
                     self.B, self.t, self.phi_t, self.unit, self.idx, self.alpha, self.C,
-                    self.Phi, self.Sigma, self.mu, self.position, self.S, self.Q,
+                    self.Phi, self.Sigma, self.mu, self.L, self.position, self.S, self.Q,
                     self.istate, self.fstate, self.unresolved, self.path, self.learn_noise,
                     has_hyper, self.prior.c, self.prior.d, self.max_iter, settings,
                 )

@@ -107,7 +107,7 @@ def _cholesky(H, L):
 
 
 @_jit
-def refactor(idx, alpha, C, phi_t, Sigma, mu, istate, fstate):
+def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
     """``Sigma, mu`` from a new Cholesky factor of ``A + beta Phi_a^T Phi_a`` (Tipping 2001,
     eq. 12-13); returns ``log|H|`` (``nan`` when ``H`` is not positive definite)."""
     M = istate[I_M]
@@ -128,23 +128,20 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, istate, fstate):
         logdet += 2.0 * math.log(L[a, a])
         largest = max(largest, L[a, a])
         smallest = min(smallest, L[a, a])
+    L_keep[:M, :M] = L
     # eps cond(H), cond(H) estimated by (max diag L / min diag L)^2 (a lower bound)
     fstate[F_RESOLUTION] = 2.2e-16 * (largest / smallest) ** 2 if M else 0.0
     # Sigma = L^-T L^-1 by an inverse of L (triangular solves against the identity)
     Linv = np.zeros((M, M))
-    for col in range(M):
-        for i in range(col, M):
-            acc = 1.0 if i == col else 0.0
-            for k in range(col, i):
-                acc -= L[i, k] * Linv[k, col]
-            Linv[i, col] = acc / L[i, i]
-    for a in range(M):
-        for b in range(a + 1):
-            acc = 0.0
-            for k in range(a, M):
-                acc += Linv[k, a] * Linv[k, b]
-            Sigma[a, b] = acc
-            Sigma[b, a] = acc
+    for i in range(M):  # row i of L^-1: (e_i - L[i, :i] L^-1[:i]) / L_ii
+        row = Linv[i]
+        row[i] = 1.0
+        for k in range(i):
+            lik = L[i, k]
+            if lik != 0.0:
+                row[: k + 1] -= lik * Linv[k, : k + 1]
+        row[: i + 1] /= L[i, i]
+    Sigma[:M, :M] = np.dot(np.ascontiguousarray(Linv.T), Linv)
     # Tipping (2001) eq. 13: mu = beta Sigma Phi_a^T t, by the two triangular solves
     z = np.empty(M)
     for i in range(M):
@@ -162,12 +159,14 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, istate, fstate):
 
 
 @_jit
-def refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, S, Q, istate, fstate, has_hyper, c, d):
+def refresh(
+    idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate, fstate, has_hyper, c, d
+):
     """A new factor, exact ``S, Q`` of every column (Tipping & Faul 2003, eq. 24-25) and the
     log evidence (Tipping 2001, eq. 36); returns False when ``H`` is not positive definite."""
     M = istate[I_M]
     beta = fstate[F_BETA]
-    logdet = refactor(idx, alpha, C, phi_t, Sigma, mu, istate, fstate)
+    logdet = refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
     if math.isnan(logdet):
         return False
     n_basis = S.size
@@ -236,7 +235,7 @@ def _sq_update(C, v, M, beta, S, Q, kappa_s, kappa_q, skip_col, new_col):
 
 @_jit
 def ascend(
-    B, t, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, position, S, Q,
+    B, t, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
     istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
 ):  # fmt: skip
     """Steps until converged (see the module notes); returns a code (:data:`CONVERGED`...).
@@ -249,6 +248,7 @@ def ascend(
     """
     tol, floor, refactor_min, span, resolution = settings[:5]
     relative_inner, sub_steps, restart_below, noise_growth, noise_rtol, polish = settings[5:11]
+    cancellation = settings[11]
     n_basis = S.size
     cap = alpha.size
     while True:
@@ -257,7 +257,9 @@ def ascend(
         M = istate[I_M]
         beta = fstate[F_BETA]
         stale_factor = istate[I_SINCE] >= max(refactor_min, M)
-        if stale_factor and math.isnan(refactor(idx, alpha, C, phi_t, Sigma, mu, istate, fstate)):
+        if stale_factor and math.isnan(
+            refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
+        ):
             return NOT_PD
         # the best step: active columns from Sigma, mu; inactive ones from S, Q
         inner = fstate[F_INNER]
@@ -289,7 +291,7 @@ def ascend(
                 best, best_j, best_alpha = g, m, a_new
         if best_j < 0:
             if istate[I_FRESH] == 0:  # confirm on exact S, Q
-                if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, S, Q, istate,
+                if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate,
                                fstate, has_hyper, c, d):  # fmt: skip
                     return NOT_PD
                 continue
@@ -311,13 +313,13 @@ def ascend(
             beta_new = max(beta_new, beta / noise_growth)
             before = fstate[F_LOG_EV]
             fstate[F_BETA] = beta_new
-            if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, S, Q, istate,
+            if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate,
                            fstate, has_hyper, c, d):  # fmt: skip
                 return NOT_PD
             gain = fstate[F_LOG_EV] - before
             if gain < 0.0:  # eq. 46 is a fixed-point step, not an ascent step: keep beta
                 fstate[F_BETA] = beta
-                if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, S, Q, istate,
+                if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate,
                                fstate, has_hyper, c, d):  # fmt: skip
                     return NOT_PD
                 gain = 0.0
@@ -331,8 +333,15 @@ def ascend(
             continue
         j = best_j
         p = position[j]
-        if p < 0:  # confirm an add on the exact s, q of Sigma (Tipping & Faul 2003, eq. 24)
-            s_j, q_j = _exact_inactive(j, C, Sigma, mu, M, beta, phi_t, unit)
+        if p < 0:  # confirm an add on exact s, q (Tipping & Faul 2003, eq. 24-25)
+            s_j, q_j = _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit)
+            if s_j < cancellation * beta * unit[j]:
+                # most digits of beta - beta^2 c^T Sigma c cancel: from a current factor
+                if istate[I_SINCE] and math.isnan(
+                    refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
+                ):
+                    return NOT_PD
+                s_j, q_j = _exact_inactive(j, C, L_keep, mu, M, beta, phi_t, unit)
             if s_j <= span * beta * unit[j]:
                 unresolved[j] = True
                 continue
@@ -360,8 +369,8 @@ def ascend(
         if p < 0:
             C[M] = np.dot(B, B[j])  # Phi~^T phi~_j
             Phi[M] = B[j]
-            _add(j, best_alpha, C, Sigma, mu, idx, alpha, position, S, Q, istate, fstate,
-                 phi_t, unit)  # fmt: skip
+            _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, idx, alpha, position, S, Q, istate,
+                 fstate)  # fmt: skip
         else:
             sigma_p = Sigma[:M, p].copy()
             mu_p = mu[p]
@@ -390,9 +399,9 @@ def _record(path, istate, fstate):
 
 
 @_jit
-def _exact_inactive(j, C, Sigma, mu, M, beta, phi_t, unit):
+def _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit):
     """``S_j = beta phi_j^T phi_j - beta^2 c^T Sigma c``, ``Q_j = beta (phi_j^T t - c^T mu)``
-    with ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25)."""
+    with ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25), ``O(M^2)``."""
     quad = 0.0
     cm = 0.0
     for a in range(M):
@@ -405,26 +414,38 @@ def _exact_inactive(j, C, Sigma, mu, M, beta, phi_t, unit):
 
 
 @_jit
-def _add(j, alpha_j, C, Sigma, mu, idx, alpha, position, S, Q, istate, fstate, phi_t, unit):
-    """Make column ``j`` active with precision ``alpha_j``; ``C[M]`` and ``Phi[M]``
-    hold its products and values (Tipping & Faul 2003, appendix)."""
+def _exact_inactive(j, C, L, mu, M, beta, phi_t, unit):
+    """``S_j = beta phi_j^T phi_j - ||l||^2`` with ``l = L^-1 beta c`` and ``Q_j = beta
+    (phi_j^T t - c^T mu)``, ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25), from
+    the current factor ``L``: the sum of squares loses fewer digits than ``c^T Sigma c``."""
+    l = np.empty(M)
+    quad = 0.0
+    cm = 0.0
+    for a in range(M):
+        acc = beta * C[a, j]
+        for b in range(a):
+            acc -= L[a, b] * l[b]
+        l[a] = acc / L[a, a]
+        quad += l[a] * l[a]
+        cm += C[a, j] * mu[a]
+    return beta * unit[j] - quad, beta * (phi_t[j] - cm)
+
+
+@_jit
+def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, idx, alpha, position, S, Q, istate, fstate):
+    """Make column ``j`` (exact ``S_j, Q_j``) active with precision ``alpha_j``; ``C[M]``
+    and ``Phi[M]`` hold its products and values (Tipping & Faul 2003, appendix)."""
     M = istate[I_M]
     beta = fstate[F_BETA]
     c = np.empty(M)
     for a in range(M):
         c[a] = C[a, j]
     w = np.empty(M)  # beta Sigma c
-    cw = 0.0
-    cm = 0.0
     for a in range(M):
         acc = 0.0
         for b in range(M):
             acc += Sigma[a, b] * c[b]
         w[a] = beta * acc
-        cw += c[a] * w[a]
-        cm += c[a] * mu[a]
-    S_j = beta * unit[j] - beta * cw
-    Q_j = beta * (phi_t[j] - cm)
     # Sigma_jj = 1 / (alpha_j + S_j), mu_j = Sigma_jj Q_j
     sigma_jj = 1.0 / (alpha_j + S_j)
     mu_j = sigma_jj * Q_j
@@ -436,9 +457,8 @@ def _add(j, alpha_j, C, Sigma, mu, idx, alpha, position, S, Q, istate, fstate, p
         mu[a] -= mu_j * w[a]
     Sigma[M, M] = sigma_jj
     mu[M] = mu_j
-    # e_m = beta phi_m^T phi_j - beta^2 phi_m^T Phi Sigma Phi^T phi_j = beta (C_mj - C_m . w/beta)
-    v = w / beta
-    _sq_update(C, v, M, beta, S, Q, -sigma_jj, -mu_j, -1, M)
+    # e_m = beta phi_m^T phi_j - beta^2 phi_m^T Phi Sigma Phi^T phi_j = beta (C_mj - C_m . w)
+    _sq_update(C, w, M, beta, S, Q, -sigma_jj, -mu_j, -1, M)
     idx[M] = j
     alpha[M] = alpha_j
     position[j] = M
