@@ -15,6 +15,13 @@ change by a rank-one term per step, ``O(n_basis M)``: the terms of up to :data:`
 steps are applied together by one matrix product, and always before an add is chosen
 (the gains of the inactive columns are otherwise up to ``FLUSH`` steps old).
 
+Gaussian likelihood on a basis of at most :attr:`Schedule.dense_bytes` (``N n_basis``
+doubles; 16 MB, N up to about 1400): the whole ascent runs in a compiled step loop
+(:mod:`bayes_rvm.solvers._compiled`, :mod:`bayes_rvm.solvers._steps`) with a noise
+continuation from below the optimum, two ascents and a final certificate on exact ``S,
+Q`` (see :class:`Schedule`). The rest of this module is the path for larger bases and for
+classification.
+
 Most steps are the slow tail of coordinate ascent: on Friedman #1 (N=5000) 83 % of them
 gained less than 0.01 nats. After :data:`POLISH_AFTER` re-estimates in a row, the active
 ``alpha`` whose own optimum is finite take joint damped Newton steps in ``log alpha``
