@@ -238,13 +238,19 @@ def ascend(
     B, t, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
     istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
 ):  # fmt: skip
-    """Steps until converged (see the module notes); returns a code (:data:`CONVERGED`...).
+    """Steps until converged; returns a code (:data:`CONVERGED`, :data:`MAX_ITER`, ...).
 
-    An alpha sub-problem is converged when no step gains more than ``F_INNER`` nats on
-    exact ``S, Q``; then the noise is updated (when learned) and the next sub-problem's
-    tolerance set to ``max(tol, relative_inner * |noise gain|)``. The fit is converged
-    only when a noise update gains at most ``tol`` and, after it, no single step on exact
-    ``S, Q`` gains more than ``tol``: the last certificate restarts the ascent otherwise.
+    An ``alpha`` sub-problem is converged when no step gains more than ``F_INNER`` nats on
+    exact ``S, Q`` (or, while ``F_INNER > tol``, after ``sub_steps`` steps); then the
+    noise is updated (Tipping 2001, eq. 46; when learned, the variance at most
+    ``noise_growth`` times larger, and not at all when the update would lower the
+    evidence) and the next sub-problem's tolerance set to ``max(tol, relative_inner
+    |noise gain|)``. The fit is converged only when a noise update gains at most ``tol``
+    and moves ``log beta`` by at most ``noise_rtol`` and, after it, no single add or
+    delete gains more than ``tol`` and no re-estimate more than ``polish tol`` on exact
+    ``S, Q``: a failed certificate restarts the ascent. ``settings`` holds ``tol, floor,
+    refactor_min, span, resolution, relative_inner, sub_steps, restart_below,
+    noise_growth, noise_rtol, polish, cancellation`` (:class:`~._compiled.Schedule`).
     """
     tol, floor, refactor_min, span, resolution = settings[:5]
     relative_inner, sub_steps, restart_below, noise_growth, noise_rtol, polish = settings[5:11]
