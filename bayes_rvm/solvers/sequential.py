@@ -1042,7 +1042,7 @@ class _Mode:
         ws.phi_t = products[:, M]
         ws.refresh(1.0)
 
-    def update(self, run: _Run) -> bool:
+    def update(self, run: _Run) -> bool | str:
         ws = run.ws
         M = ws.M
         alpha = ws.alpha[:M].copy()
