@@ -107,8 +107,8 @@ def _model(package: str, gamma: float):
     return EMRVR(kernel="rbf", gamma=gamma)
 
 
-def worker(package: str, problem: str, seed: int) -> dict:
-    """One fit after a warm-up; returns its measurements (runs in a fresh process)."""
+def worker(package: str, problem: str, seed: int, warm_up: bool) -> dict:
+    """One fit (after a warm-up, for timing); returns its measurements (fresh process)."""
     import resource
     import warnings
 
@@ -116,8 +116,9 @@ def worker(package: str, problem: str, seed: int) -> dict:
 
     warnings.simplefilter("ignore")
     X, y, gamma = make_problem(problem, seed)
-    warm_X, warm_y, _ = make_problem("sinc-30", seed + 1)
-    _model(package, 0.25).fit(warm_X, warm_y)
+    if warm_up:
+        warm_X, warm_y, _ = make_problem("sinc-30", seed + 1)
+        _model(package, 0.25).fit(warm_X, warm_y)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     model = _model(package, gamma)
     start = time.perf_counter()
@@ -146,8 +147,9 @@ def worker(package: str, problem: str, seed: int) -> dict:
     }
 
 
-def run(package: str, problem: str, seed: int, timeout: float) -> dict | None:
+def run(package: str, problem: str, seed: int, timeout: float, warm_up=True) -> dict | None:
     command = [sys.executable, __file__, "--worker", package, problem, str(seed)]
+    command += [] if warm_up else ["--cold"]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": root}  # this checkout's bayes_rvm
     try:
@@ -172,13 +174,15 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per fit")
     parser.add_argument("--memory", type=int, help="only: our peak memory on sinc of size N")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         package, problem, seed = args.worker
-        print(json.dumps(worker(package, problem, int(seed))))
+        print(json.dumps(worker(package, problem, int(seed), not args.cold)))
         return
     if args.memory:
-        result = run("bayes_rvm", f"sinc-{args.memory}", 0, args.timeout)
+        # no warm-up: the process as a user's, which loads no compiled loop at this size
+        result = run("bayes_rvm", f"sinc-{args.memory}", 0, args.timeout, warm_up=False)
         print(f"bayes_rvm sinc N={args.memory}: {result}")
         return
 

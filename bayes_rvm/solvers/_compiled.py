@@ -20,20 +20,28 @@ import enum
 
 import numpy as np
 
-from bayes_rvm.solvers import _steps
+from bayes_rvm.solvers import _slots
 from bayes_rvm.solvers._base import Prior, initial_noise_var, noise_var_floor
 
 __all__ = ["Ascent", "Schedule", "Status", "ascend_dense"]
 
 
+def _kernels():
+    """The compiled step loop (numba is imported, and the loop compiled or loaded from its
+    cache, on the first compiled fit only)."""
+    from bayes_rvm.solvers import _steps
+
+    return _steps
+
+
 class Status(enum.IntEnum):
     """How one call of the compiled step loop ended."""
 
-    CONVERGED = _steps.CONVERGED
-    MAX_ITER = _steps.MAX_ITER
-    ABOVE = _steps.ABOVE  # the first noise update fell far below the start: restart lower
-    FULL = _steps.FULL  # the arrays are full: grow them and call again
-    NOT_PD = _steps.NOT_PD  # the posterior precision lost positive definiteness
+    CONVERGED = _slots.CONVERGED
+    MAX_ITER = _slots.MAX_ITER
+    ABOVE = _slots.ABOVE  # the first noise update fell far below the start: restart lower
+    FULL = _slots.FULL  # the arrays are full: grow them and call again
+    NOT_PD = _slots.NOT_PD  # the posterior precision lost positive definiteness
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,18 +157,18 @@ class Ascent:
         self.position[:] = -1
         self.unresolved[:] = False
         self.istate[:] = 0
-        self.istate[_steps.I_PROBE] = int(self.learn_noise)
-        self.istate[_steps.I_STALE] = int(self.learn_noise)
+        self.istate[_slots.I_PROBE] = int(self.learn_noise)
+        self.istate[_slots.I_STALE] = int(self.learn_noise)
         self.fstate[:] = 0.0
-        self.fstate[_steps.F_BETA] = beta
-        self.fstate[_steps.F_INNER] = self.schedule.first_inner if self.learn_noise else self.tol
+        self.fstate[_slots.F_BETA] = beta
+        self.fstate[_slots.F_INNER] = self.schedule.first_inner if self.learn_noise else self.tol
         self._refresh()
-        self.path[0] = self.fstate[_steps.F_LOG_EV]
-        self.istate[_steps.I_PATH] = 1
+        self.path[0] = self.fstate[_slots.F_LOG_EV]
+        self.istate[_slots.I_PATH] = 1
 
     def _refresh(self) -> None:
         has_hyper = self.learn_noise and (self.prior.c != 0.0 or self.prior.d != 0.0)
-        _steps.refresh(
+        _kernels().refresh(
             self.idx, self.alpha, self.C, self.Phi, self.t, self.phi_t, self.unit,
             self.Sigma, self.mu, self.L, self.S, self.Q, self.istate, self.fstate, has_hyper,
             self.prior.c, self.prior.d,
@@ -168,7 +176,7 @@ class Ascent:
 
     def _grow(self) -> None:
         """Double whichever array is full."""
-        if self.istate[_steps.I_PATH] + 1 >= self.path.size:
+        if self.istate[_slots.I_PATH] + 1 >= self.path.size:
             self.path = np.concatenate([self.path, np.zeros(self.path.size)])
             return
         n_basis, N = self.B.shape
@@ -187,19 +195,19 @@ class Ascent:
 
     @property
     def M(self) -> int:
-        return int(self.istate[_steps.I_M])
+        return int(self.istate[_slots.I_M])
 
     @property
     def steps(self) -> int:
-        return int(self.istate[_steps.I_STEPS])
+        return int(self.istate[_slots.I_STEPS])
 
     @property
     def beta(self) -> float:
-        return float(self.fstate[_steps.F_BETA])
+        return float(self.fstate[_slots.F_BETA])
 
     @property
     def log_evidence(self) -> float:
-        return float(self.fstate[_steps.F_LOG_EV])
+        return float(self.fstate[_slots.F_LOG_EV])
 
     def run(self) -> Status:
         """Steps until the certificate holds, ``max_iter`` or a restart; restarts from the
@@ -216,7 +224,7 @@ class Ascent:
         )  # fmt: skip
         while True:
             code = Status(
-                _steps.ascend(
+                _kernels().ascend(
                     self.B, self.t, self.phi_t, self.unit, self.idx, self.alpha, self.C,
                     self.Phi, self.Sigma, self.mu, self.L, self.position, self.S, self.Q,
                     self.istate, self.fstate, self.unresolved, self.path, self.learn_noise,
@@ -240,7 +248,7 @@ class Ascent:
         return self.S.copy(), self.Q.copy()
 
     def recorded_path(self) -> np.ndarray:
-        return self.path[: self.istate[_steps.I_PATH]].copy()
+        return self.path[: self.istate[_slots.I_PATH]].copy()
 
 
 def ascend_dense(
