@@ -359,10 +359,6 @@ def test_refit_leaves_nothing_of_the_previous_fit():
 # ---------------------------------------------------------------------------------------
 
 
-def _sequential_xfail(reason):
-    return pytest.param("sequential", marks=pytest.mark.xfail(strict=True, reason=reason))
-
-
 @pytest.mark.parametrize("solver", RVR_SOLVERS)
 def test_rvr_constant_target_is_the_bias(solver):
     """A constant target is fitted by the bias alone, with the noise at its floor."""
@@ -404,11 +400,7 @@ def test_rvr_duplicate_rows(solver):
     [
         "mackay",
         "em",
-        _sequential_xfail(
-            "sequential solver on noise-free sinc (N=25, gamma=0.25): it ends at noise sd "
-            "0.0022 with 6 RVs (log evidence 84.9, predictions 0.0027 off) where MacKay "
-            "reaches sd 1.5e-4 with 11 (128.2): a greedy path's local optimum"
-        ),
+        "sequential",
     ],
 )
 def test_rvr_noise_free_target(solver):

@@ -1,0 +1,280 @@
+"""The sequential solver's compiled path: Gaussian likelihood on a basis held in memory.
+
+The basis ``Phi~`` (normalised columns) is held as ``B = Phi~^T``, so that the products
+of a column about to be added are one matrix-vector product, and the whole ascent runs
+in the compiled step loop of :mod:`bayes_rvm.solvers._steps`. The schedule
+(:class:`Schedule`) is a noise continuation from below the noise optimum: each ``alpha``
+sub-problem is solved only to a tolerance proportional to the gain of the last noise
+update, and the fit ends with a certificate on exact ``S, Q`` (no single add, re-estimate
+or delete gains more than ``tol``, and the noise update gains at most ``tol``).
+Two ascents run: one from :attr:`Schedule.start_noise` ``var(t)``, and one from
+:attr:`Schedule.second_start` times the noise variance the first one found (from below
+its optimum, where a high-noise optimum of the first cannot trap it); the one with the
+higher log evidence is returned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+import numpy as np
+
+from bayes_rvm.solvers import _slots
+from bayes_rvm.solvers._base import Prior, initial_noise_var, noise_var_floor
+
+__all__ = ["Ascent", "Schedule", "Status", "ascend_dense"]
+
+
+def _kernels():
+    """The compiled step loop (numba is imported, and the loop compiled or loaded from its
+    cache, on the first compiled fit only)."""
+    from bayes_rvm.solvers import _steps
+
+    return _steps
+
+
+class Status(enum.IntEnum):
+    """How one call of the compiled step loop ended."""
+
+    CONVERGED = _slots.CONVERGED
+    MAX_ITER = _slots.MAX_ITER
+    ABOVE = _slots.ABOVE  # the first noise update fell far below the start: restart lower
+    FULL = _slots.FULL  # the arrays are full: grow them and call again
+    NOT_PD = _slots.NOT_PD  # the posterior precision lost positive definiteness
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """The sequential solver's schedule on the compiled path.
+
+    Attributes
+    ----------
+    dense_bytes : int
+        The compiled path holds ``Phi~^T`` when it takes at most this many bytes.
+    start_noise : float
+        First ascent: starting noise variance as a fraction of ``var(t)``.
+    second_start : float
+        Second ascent: starting noise variance as a fraction of the first one's estimate.
+    first_inner : float
+        Tolerance (nats) of the first ``alpha`` sub-problem.
+    relative_inner : float
+        Tolerance of the next sub-problem as a fraction of the last noise update's gain.
+    sub_steps : float
+        Until a noise update gains at most ``tol``, an ``alpha`` sub-problem takes at most
+        ``sub_steps n_basis`` steps before the noise is updated.
+    restart_below : float
+        The ascent restarts lower when its first noise update takes the variance below
+        this fraction of the start (the start was above the optimum).
+    noise_growth : float
+        A noise update raises the noise variance at most by this factor (a continuation:
+        the ``alpha`` steps add the columns of the lower noise before it moves on).
+    noise_rtol : float
+        The noise has converged when its update gains at most ``tol`` and changes ``log
+        beta`` by at most this much (the fixed point of eq. 46 to this accuracy).
+    polish : float
+        In the last sub-problem a re-estimate is taken when it gains more than ``polish
+        tol`` (adds and deletes still need ``tol``), so that the active ``alpha`` sit at
+        their joint optimum to about ``sqrt(polish tol)`` relative, not ``sqrt(tol)``.
+    cancellation : float
+        An add is confirmed on ``S_j`` from ``Sigma`` (``O(M^2)``), or from a new factor
+        (``O(M^3)``, fewer digits lost) when ``S_j`` is below this fraction of ``beta
+        ||phi~_j||^2``.
+    refactor_min : int
+        Rank-one updates of ``Sigma, mu`` between two factorisations: at least this many
+        and at least ``M``.
+    span : float
+        An inactive column with ``S_m <= span beta ||phi~_m||^2`` lies in the span of the
+        active columns to rounding and is not added.
+    resolution : float
+        A step is taken only if its gain exceeds ``resolution eps cond(H) (1 + gain)``:
+        below, the gains of an ill-conditioned active set are rounding.
+    """
+
+    dense_bytes: int = 16 * 2**20
+    start_noise: float = 0.02
+    second_start: float = 0.25
+    first_inner: float = 0.1
+    relative_inner: float = 0.01
+    sub_steps: float = 1.0
+    restart_below: float = 0.5
+    noise_growth: float = 2.0
+    noise_rtol: float = 1e-7
+    polish: float = 1e-3
+    refactor_min: int = 32
+    span: float = 1e-10
+    resolution: float = 1.0
+    cancellation: float = 1e-4
+
+
+class Ascent:
+    """One sequential ascent: the arrays of the compiled loop, changed only by its methods.
+
+    Parameters
+    ----------
+    B : ndarray of shape (n_basis, N)
+        ``Phi~^T``, the normalised basis transposed.
+    t : ndarray of shape (N,)
+    beta : float
+        Starting noise precision.
+    learn_noise : bool
+    prior : Prior
+        ``c, d`` of the noise hyperprior enter eq. 46 and the objective.
+    tol : float
+    max_iter : int
+    schedule : Schedule
+    """
+
+    def __init__(self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule):
+        n_basis, N = B.shape
+        self.B, self.t = B, t
+        self.phi_t = B @ t
+        self.unit = (np.einsum("ij,ij->i", B, B) > 0).astype(np.float64)
+        self.learn_noise = learn_noise
+        self.prior = prior
+        self.tol, self.max_iter, self.schedule = tol, max_iter, schedule
+        self.floor = noise_var_floor(t)
+        cap = min(n_basis, 64)
+        self.idx = np.zeros(cap, dtype=np.int64)
+        self.alpha = np.zeros(cap)
+        self.C = np.zeros((cap, n_basis))
+        self.Phi = np.zeros((cap, N))
+        self.Sigma = np.zeros((cap, cap))
+        self.L = np.zeros((cap, cap))
+        self.mu = np.zeros(cap)
+        self.position = np.full(n_basis, -1, dtype=np.int64)
+        self.S = np.zeros(n_basis)
+        self.Q = np.zeros(n_basis)
+        self.unresolved = np.zeros(n_basis, dtype=np.bool_)
+        self.path = np.zeros(min(max_iter, 4096) + 2)
+        self.istate = np.zeros(8, dtype=np.int64)
+        self.fstate = np.zeros(4)
+        self._start(beta)
+
+    def _start(self, beta: float) -> None:
+        """The empty model at noise precision ``beta`` (Faul & Tipping 2002: ``S = beta
+        phi^T phi``, ``Q = beta phi^T t``), its log evidence the first path entry."""
+        self.position[:] = -1
+        self.unresolved[:] = False
+        self.istate[:] = 0
+        self.istate[_slots.I_PROBE] = int(self.learn_noise)
+        self.istate[_slots.I_STALE] = int(self.learn_noise)
+        self.fstate[:] = 0.0
+        self.fstate[_slots.F_BETA] = beta
+        self.fstate[_slots.F_INNER] = self.schedule.first_inner if self.learn_noise else self.tol
+        self._refresh()
+        self.path[0] = self.fstate[_slots.F_LOG_EV]
+        self.istate[_slots.I_PATH] = 1
+
+    def _refresh(self) -> None:
+        has_hyper = self.learn_noise and (self.prior.c != 0.0 or self.prior.d != 0.0)
+        _kernels().refresh(
+            self.idx, self.alpha, self.C, self.Phi, self.t, self.phi_t, self.unit,
+            self.Sigma, self.mu, self.L, self.S, self.Q, self.istate, self.fstate, has_hyper,
+            self.prior.c, self.prior.d,
+        )  # fmt: skip
+
+    def _grow(self) -> None:
+        """Double whichever array is full."""
+        if self.istate[_slots.I_PATH] + 1 >= self.path.size:
+            self.path = np.concatenate([self.path, np.zeros(self.path.size)])
+            return
+        n_basis, N = self.B.shape
+        cap = min(n_basis, 2 * self.alpha.size)
+        M = self.M
+        for name, shape in (("idx", (cap,)), ("alpha", (cap,)), ("mu", (cap,)),
+                            ("C", (cap, n_basis)), ("Phi", (cap, N))):  # fmt: skip
+            old = getattr(self, name)
+            new = np.zeros(shape, dtype=old.dtype)
+            new[:M] = old[:M]
+            setattr(self, name, new)
+        for name in ("Sigma", "L"):
+            square = np.zeros((cap, cap))
+            square[:M, :M] = getattr(self, name)[:M, :M]
+            setattr(self, name, square)
+
+    @property
+    def M(self) -> int:
+        return int(self.istate[_slots.I_M])
+
+    @property
+    def steps(self) -> int:
+        return int(self.istate[_slots.I_STEPS])
+
+    @property
+    def beta(self) -> float:
+        return float(self.fstate[_slots.F_BETA])
+
+    @property
+    def log_evidence(self) -> float:
+        return float(self.fstate[_slots.F_LOG_EV])
+
+    def run(self) -> Status:
+        """Steps until the certificate holds, ``max_iter`` or a restart; restarts from the
+        empty model below the noise optimum when the first noise update says the start
+        was above it (Tipping 2001, eq. 46 more than halved the variance)."""
+        sch = self.schedule
+        has_hyper = self.learn_noise and (self.prior.c != 0.0 or self.prior.d != 0.0)
+        settings = np.array(
+            [
+                self.tol, self.floor, sch.refactor_min, sch.span, sch.resolution,
+                sch.relative_inner, sch.sub_steps * self.B.shape[0], sch.restart_below,
+                sch.noise_growth, sch.noise_rtol, sch.polish, sch.cancellation,
+            ]
+        )  # fmt: skip
+        while True:
+            code = Status(
+                _kernels().ascend(
+                    self.B, self.t, self.phi_t, self.unit, self.idx, self.alpha, self.C,
+                    self.Phi, self.Sigma, self.mu, self.L, self.position, self.S, self.Q,
+                    self.istate, self.fstate, self.unresolved, self.path, self.learn_noise,
+                    has_hyper, self.prior.c, self.prior.d, self.max_iter, settings,
+                )
+            )  # fmt: skip
+            if code == Status.FULL:
+                self._grow()
+                continue
+            if code == Status.ABOVE:
+                self._start(1.0 / max(sch.start_noise / self.beta, self.floor))
+                continue
+            return code
+
+    def model(self) -> tuple[np.ndarray, np.ndarray]:
+        """Active columns and their (normalised) precisions."""
+        return self.idx[: self.M].copy(), self.alpha[: self.M].copy()
+
+    def readd_gain_inputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``S, Q`` of every column (exact after a converged run)."""
+        return self.S.copy(), self.Q.copy()
+
+    def recorded_path(self) -> np.ndarray:
+        return self.path[: self.istate[_slots.I_PATH]].copy()
+
+
+def ascend_dense(
+    B: np.ndarray,
+    t: np.ndarray,
+    *,
+    prior: Prior,
+    noise_var: float | None,
+    max_iter: int,
+    tol: float,
+    schedule: Schedule,
+) -> tuple[Ascent, Status]:
+    """The better of the two ascents of the schedule (one when the noise is fixed)."""
+    options = {"prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule}
+    if noise_var is not None:
+        first = Ascent(B, t, 1.0 / noise_var, learn_noise=False, **options)
+        return first, first.run()
+    beta = 1.0 / initial_noise_var(t, schedule.start_noise)
+    first = Ascent(B, t, beta, learn_noise=True, **options)
+    status = first.run()
+    if status != Status.CONVERGED:
+        return first, status
+    floor = noise_var_floor(t)
+    beta = 1.0 / max(schedule.second_start / first.beta, floor)
+    second = Ascent(B, t, beta, learn_noise=True, **options)
+    second_status = second.run()
+    if second_status == Status.CONVERGED and second.log_evidence > first.log_evidence:
+        return second, second_status
+    return first, status

@@ -1,0 +1,491 @@
+"""Compiled step loop of the sequential solver (Gaussian likelihood).
+
+One call of :func:`ascend` takes add / re-estimate / delete steps and noise updates on a
+workspace held in arrays until the fit converges, an add needs products that are not
+available, the arrays are full, or ``max_iter`` is reached; the state stays in the arrays,
+so a call can resume where the previous one returned. Each step costs ``O(n_basis M)``
+arithmetic and no interpreter overhead. The equations are those of
+:mod:`bayes_rvm.solvers.sequential` (Tipping & Faul 2003, appendix; Faul & Tipping 2002).
+
+The basis is held as ``B = Phi~^T`` (normalised columns as rows): the products of a
+column about to be added are ``Phi~^T phi~_j = B B_j``, one matrix-vector product. ``C``
+holds ``Phi_a^T Phi~`` (``M x n_basis`` rows used) and ``Phi`` the active columns as rows
+(``M x N``), so that the products of a step are contiguous matrix-vector products.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from bayes_rvm.solvers._slots import (
+    ABOVE,
+    CONVERGED,
+    F_BETA,
+    F_INNER,
+    F_LOG_EV,
+    F_RESOLUTION,
+    FULL,
+    I_FRESH,
+    I_M,
+    I_PATH,
+    I_PROBE,
+    I_SINCE,
+    I_STALE,
+    I_STEPS,
+    I_SUB_STEPS,
+    MAX_ITER,
+    NOT_PD,
+)
+
+__all__ = [
+    "ABOVE",
+    "CONVERGED",
+    "FULL",
+    "MAX_ITER",
+    "ascend",
+    "gains",
+    "log_evidence",
+    "noise_update",
+    "refresh",
+]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def _l(alpha, s, q):
+    """Faul & Tipping (2002) eq. 15: the part of the log evidence that depends on alpha_i."""
+    return 0.5 * (math.log(alpha) - math.log(alpha + s) + q * q / (alpha + s))
+
+
+@_jit
+def gains(alpha_p, s, q):
+    """Gain (nats) of the best action on one column from its ``s, q``, and its alpha.
+
+    ``alpha_p = inf`` for an inactive column. Faul & Tipping (2002) eq. 17: the optimum
+    ``s^2 / (q^2 - s)`` when ``q^2 > s``, else ``inf`` (a delete, or no add).
+    """
+    theta = q * q - s
+    if theta > 0.0:
+        alpha_new = s * s / theta
+        gain = _l(alpha_new, s, q)
+        if math.isfinite(alpha_p):
+            gain -= _l(alpha_p, s, q)
+        return gain, alpha_new
+    if math.isfinite(alpha_p):
+        return -_l(alpha_p, s, q), math.inf
+    return 0.0, math.inf
+
+
+@_jit
+def _cholesky(H, L):
+    """Lower Cholesky factor of the SPD ``H`` into ``L``; False when not positive definite."""
+    M = H.shape[0]
+    for j in range(M):
+        acc = H[j, j]
+        for k in range(j):
+            acc -= L[j, k] * L[j, k]
+        if not acc > 0.0:
+            return False
+        d = math.sqrt(acc)
+        L[j, j] = d
+        for i in range(j + 1, M):
+            acc = H[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / d
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
+
+
+@_jit
+def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
+    """``Sigma, mu`` from a new Cholesky factor of ``A + beta Phi_a^T Phi_a`` (Tipping 2001,
+    eq. 12-13); returns ``log|H|`` (``nan`` when ``H`` is not positive definite)."""
+    M = istate[I_M]
+    beta = fstate[F_BETA]
+    H = np.empty((M, M))
+    for a in range(M):
+        for b in range(a + 1):
+            v = 0.5 * beta * (C[b, idx[a]] + C[a, idx[b]])
+            H[a, b] = v
+            H[b, a] = v
+        H[a, a] += alpha[a]
+    L = np.zeros((M, M))
+    if not _cholesky(H, L):
+        return math.nan
+    logdet = 0.0
+    largest, smallest = 0.0, math.inf
+    for a in range(M):
+        logdet += 2.0 * math.log(L[a, a])
+        largest = max(largest, L[a, a])
+        smallest = min(smallest, L[a, a])
+    L_keep[:M, :M] = L
+    # eps cond(H), cond(H) estimated by (max diag L / min diag L)^2 (a lower bound)
+    fstate[F_RESOLUTION] = 2.2e-16 * (largest / smallest) ** 2 if M else 0.0
+    # Sigma = L^-T L^-1 by an inverse of L (triangular solves against the identity)
+    Linv = np.zeros((M, M))
+    for i in range(M):  # row i of L^-1: (e_i - L[i, :i] L^-1[:i]) / L_ii
+        row = Linv[i]
+        row[i] = 1.0
+        for k in range(i):
+            lik = L[i, k]
+            if lik != 0.0:
+                row[: k + 1] -= lik * Linv[k, : k + 1]
+        row[: i + 1] /= L[i, i]
+    Sigma[:M, :M] = np.dot(np.ascontiguousarray(Linv.T), Linv)
+    # Tipping (2001) eq. 13: mu = beta Sigma Phi_a^T t, by the two triangular solves
+    z = np.empty(M)
+    for i in range(M):
+        acc = beta * phi_t[idx[i]]
+        for k in range(i):
+            acc -= L[i, k] * z[k]
+        z[i] = acc / L[i, i]
+    for i in range(M - 1, -1, -1):
+        acc = z[i]
+        for k in range(i + 1, M):
+            acc -= L[k, i] * mu[k]
+        mu[i] = acc / L[i, i]
+    istate[I_SINCE] = 0
+    return logdet
+
+
+@_jit
+def refresh(
+    idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate, fstate, has_hyper, c, d
+):
+    """A new factor, exact ``S, Q`` of every column (Tipping & Faul 2003, eq. 24-25) and the
+    log evidence (Tipping 2001, eq. 36); returns False when ``H`` is not positive definite."""
+    M = istate[I_M]
+    beta = fstate[F_BETA]
+    logdet = refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
+    if math.isnan(logdet):
+        return False
+    n_basis = S.size
+    Ca = C[:M]
+    W = np.dot(np.ascontiguousarray(Sigma[:M, :M]), Ca)  # Sigma Phi_a^T Phi~, M x n_basis
+    cm = np.dot(mu[:M].copy(), Ca)
+    for m in range(n_basis):
+        cs = 0.0
+        for a in range(M):
+            cs += W[a, m] * Ca[a, m]
+        # Tipping & Faul (2003) eq. 24-25
+        S[m] = beta * unit[m] - beta * beta * cs
+        Q[m] = beta * (phi_t[m] - cm[m])
+    fstate[F_LOG_EV] = log_evidence(alpha, Phi, t, mu, M, beta, logdet, has_hyper, c, d)
+    istate[I_FRESH] = 1
+    return True
+
+
+@_jit
+def rss(Phi, t, mu, M):
+    """``||t - Phi_a mu||^2``."""
+    residual = t - np.dot(mu[:M].copy(), Phi[:M])
+    return float(np.dot(residual, residual))
+
+
+@_jit
+def log_evidence(alpha, Phi, t, mu, M, beta, logdet, has_hyper, c, d):
+    """Tipping (2001) eq. 36 with eq. 38 and 41, plus ``c log beta - d beta`` when the noise
+    is learned (the Gamma hyperprior on the log scale, eq. 35)."""
+    N = t.size
+    quad = beta * rss(Phi, t, mu, M)
+    log_alpha = 0.0
+    for a in range(M):
+        log_alpha += math.log(alpha[a])
+        quad += alpha[a] * mu[a] * mu[a]
+    # Tipping (2001) eq. 38: log|C| = log|H| - N log beta - sum log alpha
+    value = -0.5 * (N * _LOG_2PI + logdet - N * math.log(beta) - log_alpha + quad)
+    if has_hyper:
+        value += c * math.log(beta) - d * beta
+    return value
+
+
+@_jit
+def noise_update(alpha, Phi, t, Sigma, mu, M, c, d, floor):
+    """Tipping (2001) eq. 46: ``beta = (N - sum gamma + 2c) / (rss + 2d)``, with
+    ``gamma_i = 1 - alpha_i Sigma_ii`` (eq. 17) and the noise variance at least ``floor``."""
+    gamma = 0.0
+    for a in range(M):
+        gamma += 1.0 - alpha[a] * Sigma[a, a]
+    denominator = max(t.size - gamma + 2.0 * c, 2.2e-16)
+    return 1.0 / max((rss(Phi, t, mu, M) + 2.0 * d) / denominator, floor)
+
+
+@_jit
+def _sq_update(C, v, M, beta, S, Q, kappa_s, kappa_q, skip_col, new_col):
+    """``S_m += kappa_s e_m^2``, ``Q_m += kappa_q e_m`` with ``e_m = beta (C_m . v)`` (plus
+    ``beta C_m,new`` for an add): the rank-one terms of Tipping & Faul (2003), appendix."""
+    e = np.dot(v[:M].copy(), C[:M])
+    if new_col >= 0:
+        e = C[new_col] - e
+    for m in range(S.size):
+        em = beta * e[m]
+        S[m] += kappa_s * em * em
+        Q[m] += kappa_q * em
+
+
+@_jit
+def ascend(
+    B, t, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
+    istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
+):  # fmt: skip
+    """Steps until converged; returns a code (:data:`CONVERGED`, :data:`MAX_ITER`, ...).
+
+    An ``alpha`` sub-problem is converged when no step gains more than ``F_INNER`` nats on
+    exact ``S, Q`` (or, while ``F_INNER > tol``, after ``sub_steps`` steps); then the
+    noise is updated (Tipping 2001, eq. 46; when learned, the variance at most
+    ``noise_growth`` times larger, and not at all when the update would lower the
+    evidence) and the next sub-problem's tolerance set to ``max(tol, relative_inner
+    |noise gain|)``. The fit is converged only when a noise update gains at most ``tol``
+    and moves ``log beta`` by at most ``noise_rtol`` and, after it, no single add or
+    delete gains more than ``tol`` and no re-estimate more than ``polish tol`` on exact
+    ``S, Q``: a failed certificate restarts the ascent. ``settings`` holds ``tol, floor,
+    refactor_min, span, resolution, relative_inner, sub_steps, restart_below,
+    noise_growth, noise_rtol, polish, cancellation`` (:class:`~._compiled.Schedule`).
+    """
+    tol, floor, refactor_min, span, resolution = settings[:5]
+    relative_inner, sub_steps, restart_below, noise_growth, noise_rtol, polish = settings[5:11]
+    cancellation = settings[11]
+    n_basis = S.size
+    cap = alpha.size
+    while True:
+        if istate[I_PATH] + 1 >= path.size:
+            return FULL
+        M = istate[I_M]
+        beta = fstate[F_BETA]
+        stale_factor = istate[I_SINCE] >= max(refactor_min, M)
+        if stale_factor and math.isnan(
+            refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
+        ):
+            return NOT_PD
+        # the best step: active columns from Sigma, mu; inactive ones from S, Q
+        inner = fstate[F_INNER]
+        if inner > tol and istate[I_STEPS] - istate[I_SUB_STEPS] >= sub_steps:
+            inner = math.inf  # a loose sub-problem has had its steps: the noise moves on
+        # the last sub-problem polishes the re-estimates below tol (adds and deletes, which
+        # change the model, still need more than tol)
+        inner_re = inner if inner > tol else tol * polish
+        best = 0.0
+        best_j = -1
+        best_alpha = math.inf
+        for m in range(n_basis):
+            if unresolved[m]:
+                continue
+            p = position[m]
+            if p >= 0:
+                sigma = Sigma[p, p]
+                s = 1.0 / sigma - alpha[p]
+                q = mu[p] / sigma
+                if not s > 0.0:
+                    continue
+                g, a_new = gains(alpha[p], s, q)
+            else:
+                if S[m] <= span * beta * unit[m]:
+                    continue
+                g, a_new = gains(math.inf, S[m], Q[m])
+            threshold = inner_re if p >= 0 and math.isfinite(a_new) else inner
+            if g > threshold and g > best:
+                best, best_j, best_alpha = g, m, a_new
+        if best_j < 0:
+            if istate[I_FRESH] == 0:  # confirm on exact S, Q
+                if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate,
+                               fstate, has_hyper, c, d):  # fmt: skip
+                    return NOT_PD
+                continue
+            if not learn_noise or istate[I_STALE] == 0:
+                if fstate[F_INNER] <= tol:
+                    return CONVERGED
+                fstate[F_INNER] = tol
+                continue
+            if istate[I_STEPS] >= max_iter:
+                return MAX_ITER
+            istate[I_STEPS] += 1
+            beta_new = noise_update(alpha, Phi, t, Sigma, mu, M, c, d, floor)
+            if istate[I_PROBE] and beta_new * restart_below > beta and beta < 1.0 / floor:
+                fstate[F_BETA] = beta_new
+                return ABOVE
+            istate[I_PROBE] = 0
+            # continuation: the variance grows at most by noise_growth per update, so that
+            # the alpha steps add the columns a lower noise needs before the noise moves on
+            beta_new = max(beta_new, beta / noise_growth)
+            before = fstate[F_LOG_EV]
+            fstate[F_BETA] = beta_new
+            if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate,
+                           fstate, has_hyper, c, d):  # fmt: skip
+                return NOT_PD
+            gain = fstate[F_LOG_EV] - before
+            if gain < 0.0:  # eq. 46 is a fixed-point step, not an ascent step: keep beta
+                fstate[F_BETA] = beta
+                if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate,
+                               fstate, has_hyper, c, d):  # fmt: skip
+                    return NOT_PD
+                gain = 0.0
+            _record(path, istate, fstate)
+            unresolved[:] = False
+            istate[I_STALE] = 0
+            fstate[F_INNER] = max(tol, relative_inner * abs(gain))
+            istate[I_SUB_STEPS] = istate[I_STEPS]
+            if abs(gain) > tol or abs(math.log(fstate[F_BETA] / beta)) > noise_rtol:
+                istate[I_STALE] = 1  # the noise moved: its next update is due as well
+            continue
+        j = best_j
+        p = position[j]
+        if p < 0:  # confirm an add on exact s, q (Tipping & Faul 2003, eq. 24-25)
+            s_j, q_j = _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit)
+            if s_j < cancellation * beta * unit[j]:
+                # most digits of beta - beta^2 c^T Sigma c cancel: from a current factor
+                if istate[I_SINCE] and math.isnan(
+                    refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
+                ):
+                    return NOT_PD
+                s_j, q_j = _exact_inactive(j, C, L_keep, mu, M, beta, phi_t, unit)
+            if s_j <= span * beta * unit[j]:
+                unresolved[j] = True
+                continue
+            g, a_new = gains(math.inf, s_j, q_j)
+            S[j], Q[j] = s_j, q_j
+            if not g > inner or g <= resolution * fstate[F_RESOLUTION] * (1.0 + g):
+                unresolved[j] = True
+                continue
+            best, best_alpha = g, a_new
+        if istate[I_STEPS] >= max_iter:
+            return MAX_ITER
+        if best <= resolution * fstate[F_RESOLUTION] * (1.0 + best):
+            unresolved[j] = True  # rounding at this conditioning: not a step, for now
+            continue
+        istate[I_STEPS] += 1
+        istate[I_FRESH] = 0
+        istate[I_STALE] = 1
+        unresolved[:] = False
+        fstate[F_LOG_EV] += best
+        if p < 0 and cap == M:
+            istate[I_STEPS] -= 1
+            fstate[F_LOG_EV] -= best
+            return FULL
+        _record(path, istate, fstate)
+        if p < 0:
+            C[M] = np.dot(B, B[j])  # Phi~^T phi~_j
+            Phi[M] = B[j]
+            _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, idx, alpha, position, S, Q, istate,
+                 fstate)  # fmt: skip
+        else:
+            sigma_p = Sigma[:M, p].copy()
+            mu_p = mu[p]
+            if math.isfinite(best_alpha):
+                # Tipping & Faul (2003), appendix: kappa = 1 / (Sigma_pp + 1 / (alpha~ - alpha))
+                kappa = 1.0 / (sigma_p[p] + 1.0 / (best_alpha - alpha[p]))
+            else:
+                kappa = 1.0 / sigma_p[p]
+            for a in range(M):
+                for b in range(M):
+                    Sigma[a, b] -= kappa * sigma_p[a] * sigma_p[b]
+                mu[a] -= kappa * mu_p * sigma_p[a]
+            _sq_update(C, sigma_p, M, beta, S, Q, kappa, kappa * mu_p, -1, -1)
+            istate[I_SINCE] += 1
+            if math.isfinite(best_alpha):
+                alpha[p] = best_alpha
+            else:
+                _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate)
+
+
+@_jit
+def _record(path, istate, fstate):
+    """Append the log evidence to ``path`` (:func:`ascend` keeps room for one entry)."""
+    path[istate[I_PATH]] = fstate[F_LOG_EV]
+    istate[I_PATH] += 1
+
+
+@_jit
+def _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit):
+    """``S_j = beta phi_j^T phi_j - beta^2 c^T Sigma c``, ``Q_j = beta (phi_j^T t - c^T mu)``
+    with ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25), ``O(M^2)``."""
+    quad = 0.0
+    cm = 0.0
+    for a in range(M):
+        row = 0.0
+        for b in range(M):
+            row += Sigma[a, b] * C[b, j]
+        quad += C[a, j] * row
+        cm += C[a, j] * mu[a]
+    return beta * unit[j] - beta * beta * quad, beta * (phi_t[j] - cm)
+
+
+@_jit
+def _exact_inactive(j, C, L, mu, M, beta, phi_t, unit):
+    """``S_j = beta phi_j^T phi_j - ||l||^2`` with ``l = L^-1 beta c`` and ``Q_j = beta
+    (phi_j^T t - c^T mu)``, ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25), from
+    the current factor ``L``: the sum of squares loses fewer digits than ``c^T Sigma c``."""
+    l = np.empty(M)
+    quad = 0.0
+    cm = 0.0
+    for a in range(M):
+        acc = beta * C[a, j]
+        for b in range(a):
+            acc -= L[a, b] * l[b]
+        l[a] = acc / L[a, a]
+        quad += l[a] * l[a]
+        cm += C[a, j] * mu[a]
+    return beta * unit[j] - quad, beta * (phi_t[j] - cm)
+
+
+@_jit
+def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, idx, alpha, position, S, Q, istate, fstate):
+    """Make column ``j`` (exact ``S_j, Q_j``) active with precision ``alpha_j``; ``C[M]``
+    and ``Phi[M]`` hold its products and values (Tipping & Faul 2003, appendix)."""
+    M = istate[I_M]
+    beta = fstate[F_BETA]
+    c = np.empty(M)
+    for a in range(M):
+        c[a] = C[a, j]
+    w = np.empty(M)  # beta Sigma c
+    for a in range(M):
+        acc = 0.0
+        for b in range(M):
+            acc += Sigma[a, b] * c[b]
+        w[a] = beta * acc
+    # Sigma_jj = 1 / (alpha_j + S_j), mu_j = Sigma_jj Q_j
+    sigma_jj = 1.0 / (alpha_j + S_j)
+    mu_j = sigma_jj * Q_j
+    for a in range(M):
+        for b in range(M):
+            Sigma[a, b] += sigma_jj * w[a] * w[b]
+        Sigma[a, M] = -sigma_jj * w[a]
+        Sigma[M, a] = -sigma_jj * w[a]
+        mu[a] -= mu_j * w[a]
+    Sigma[M, M] = sigma_jj
+    mu[M] = mu_j
+    # e_m = beta phi_m^T phi_j - beta^2 phi_m^T Phi Sigma Phi^T phi_j = beta (C_mj - C_m . w)
+    _sq_update(C, w, M, beta, S, Q, -sigma_jj, -mu_j, -1, M)
+    idx[M] = j
+    alpha[M] = alpha_j
+    position[j] = M
+    istate[I_M] = M + 1
+    istate[I_SINCE] += 1
+
+
+@_jit
+def _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate):
+    """Drop position ``p``, whose row and column of ``Sigma`` the delete downdate has
+    zeroed (Tipping & Faul 2003, appendix), moving the last position into the hole."""
+    last = istate[I_M] - 1
+    position[idx[p]] = -1
+    if p != last:
+        idx[p] = idx[last]
+        alpha[p] = alpha[last]
+        C[p] = C[last]
+        Phi[p] = Phi[last]
+        mu[p] = mu[last]
+        for a in range(last):
+            Sigma[a, p] = Sigma[a, last]
+        for a in range(last):
+            Sigma[p, a] = Sigma[last, a]
+        Sigma[p, p] = Sigma[last, last]
+        position[idx[p]] = p
+    istate[I_M] = last
