@@ -312,21 +312,11 @@ def log_evidence_laplace(mode: LaplaceMode, alpha: np.ndarray, a: float = 0.0, b
     return value + hyperprior_log_density(alpha, None, a, b, 0.0, 0.0)
 
 
-def _latent_factors(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> list[np.ndarray]:
-    """``Z_k = L^-1 R_k`` for each output ``k``, where ``R_k`` puts ``Phi_star`` in the
-    weight rows ``m K + k``: then ``Cov(a_k, a_j) = sum(Z_k * Z_j)`` over the rows of ``Z``."""
-    K = n_outputs
-    n, M = Phi_star.shape
-    factors = []
-    for k in range(K):
-        rows = np.zeros((n, M * K))
-        rows[:, k::K] = Phi_star
-        factors.append(_linalg.solve_lower(L, rows.T))
-    return factors
+def latent_covariance(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> np.ndarray:
+    """Posterior covariance between the ``K`` latent outputs ``a_k(x) = phi(x)^T w_k``.
 
-
-def latent_variance(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> np.ndarray:
-    """Posterior variance of each latent output ``a_k(x) = phi(x)^T w_k``.
+    ``Cov(a_k(x), a_j(x)) = phi(x)^T Sigma_kj phi(x)``, with ``Sigma_kj`` the ``(k, j)``
+    blocks of the ``MK x MK`` Laplace covariance (weight index ``m K + k``).
 
     Parameters
     ----------
@@ -338,41 +328,27 @@ def latent_variance(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> np.n
 
     Returns
     -------
-    ndarray of shape (N*,) for ``K = 1``, else (N*, K)
-    """
-    K = n_outputs
-    n, M = Phi_star.shape
-    if M == 0:
-        return np.zeros(n) if K == 1 else np.zeros((n, K))
-    # Tipping (2001) eq. 22 without the noise: phi^T Sigma_kk phi
-    variances = [np.einsum("ij,ij->j", Z, Z) for Z in _latent_factors(Phi_star, L, K)]
-    return variances[0] if K == 1 else np.column_stack(variances)
-
-
-def latent_covariance(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> np.ndarray:
-    """Posterior covariance between the ``K`` latent outputs at each input.
-
-    ``Cov(a_k(x), a_j(x)) = phi(x)^T Sigma_kj phi(x)``, with ``Sigma_kj`` the ``(k, j)``
-    blocks of the ``MK x MK`` Laplace covariance (weight index ``m K + k``).
-
-    Parameters
-    ----------
-    Phi_star : array of shape (N*, M)
-        Design rows over the active basis functions.
-    L : lower Cholesky factor of the ``MK x MK`` posterior precision
-    n_outputs : int
-        ``K``.
-
-    Returns
-    -------
     ndarray of shape (N*, K, K)
     """
     K = n_outputs
     n, M = Phi_star.shape
     if M == 0:
         return np.zeros((n, K, K))
-    Z = np.stack(_latent_factors(Phi_star, L, K))  # (K, M K, N*)
+    # Z_k = L^-1 R_k, with R_k holding Phi_star in the weight rows m K + k
+    Z = np.zeros((K, M * K, n))
+    for k in range(K):
+        rows = np.zeros((n, M * K))
+        rows[:, k::K] = Phi_star
+        Z[k] = _linalg.solve_lower(L, rows.T)
+    # Tipping (2001) eq. 22 without the noise, for each pair of outputs: phi^T Sigma_kj phi
     return np.einsum("kin,jin->nkj", Z, Z)
+
+
+def latent_variance(Phi_star: np.ndarray, L: np.ndarray, n_outputs: int) -> np.ndarray:
+    """Posterior variance of each latent output: the diagonal of :func:`latent_covariance`,
+    of shape ``(N*,)`` for ``K = 1``, else ``(N*, K)``."""
+    variance = np.einsum("nkk->nk", latent_covariance(Phi_star, L, n_outputs))
+    return variance[:, 0] if n_outputs == 1 else variance
 
 
 def probit_scale(variance: np.ndarray) -> np.ndarray:
