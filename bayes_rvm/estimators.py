@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayes_rvm._validation import (
@@ -26,7 +27,7 @@ from bayes_rvm._validation import (
     one_of,
     validate_parameters,
 )
-from bayes_rvm.basis import ExtraColumns, KernelBasis, PrecomputedBasis
+from bayes_rvm.basis import ExtraColumns, KernelBasis, PrecomputedBasis, choose_centres
 from bayes_rvm.kernels import check_gamma, check_kernel, get_kernel
 from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
 from bayes_rvm.solvers import SOLVER_CHOICES, default_solver, fit_type2, fit_type2_scales
@@ -50,6 +51,19 @@ def _check_extra_columns(value, name: str) -> ExtraColumns:
     return ExtraColumns(value)
 
 
+def _is_dask_array(X) -> bool:
+    """Whether ``X`` is a dask array (without importing dask)."""
+    return type(X).__module__.partition(".")[0] == "dask"
+
+
+def _check_centres(value, name: str):
+    """``centres``: ``None``, a number of centres >= 1, or an array of centres (checked
+    against the inputs at fit, by :func:`bayes_rvm.basis.choose_centres`)."""
+    if value is None or hasattr(value, "shape") or isinstance(value, list | tuple):
+        return value
+    return check_positive_int(value, name)
+
+
 class _BaseRVM(BaseEstimator):
     """Shared plumbing: kernel and basis from the constructor options, fitted attributes."""
 
@@ -68,6 +82,8 @@ class _BaseRVM(BaseEstimator):
         "tol": check_positive_real,
         "optimize_scales": check_bool,
         "extra_columns": none_or(_check_extra_columns),
+        "centres": _check_centres,
+        "random_state": lambda value, name: check_random_state(value),
         "verbose": _check_verbose,
     }
 
@@ -98,6 +114,24 @@ class _BaseRVM(BaseEstimator):
             return 1.0 / X.shape[1]
         return self.gamma
 
+    def _validate_training(self, X, y, **kwargs) -> tuple:
+        """Training inputs and labels as the fit uses them: ``validate_data`` for
+        in-memory inputs; a dask array stays on its workers, chunked by rows
+        (:func:`bayes_rvm.dask.check_dask_inputs`), and ``y`` is gathered."""
+        if not _is_dask_array(X):
+            return validate_data(self, X, y, dtype=np.float64, **kwargs)
+        from bayes_rvm.dask import check_dask_inputs
+
+        X = check_dask_inputs(X)
+        y = np.asarray(y)
+        if y.shape[:1] != X.shape[:1]:
+            raise ValueError(
+                f"X and y have inconsistent numbers of samples: {X.shape[0]} and "
+                f"{y.shape[0] if y.ndim else y}"
+            )
+        self.n_features_in_ = int(X.shape[1])
+        return X, y
+
     def _check_n_samples(self, X: np.ndarray) -> None:
         if X.shape[0] < 2:
             raise ValueError(
@@ -117,9 +151,28 @@ class _BaseRVM(BaseEstimator):
                     "extra_columns need the inputs; with kernel='precomputed' X is a Gram "
                     "matrix: append the extra columns to it instead"
                 )
+            if self.centres is not None:
+                raise ValueError(
+                    "centres do not apply to kernel='precomputed': the columns of the Gram "
+                    "matrix are the basis functions"
+                )
             return PrecomputedBasis(X, bias=self.bias)
         kernel = get_kernel(self.kernel, self._resolve_gamma(X), self.degree, self.coef0)
-        return KernelBasis(X, kernel, bias=self.bias, extra=self.extra_columns or ())
+        centres = choose_centres(X, self.centres, self.random_state)
+        if centres is not None and self.optimize_scales:
+            raise ValueError(
+                "optimize_scales=True learns the scales with every training input as a "
+                "centre: use centres=None"
+            )
+        if _is_dask_array(X):
+            from bayes_rvm.dask import DaskKernelBasis
+
+            return DaskKernelBasis(
+                X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or ()
+            )
+        return KernelBasis(
+            X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or ()
+        )
 
     def _fit_type2(self, X: np.ndarray, y: np.ndarray, likelihood: str) -> None:
         """The solver's fit, with the input scales learned when ``optimize_scales``; stores
@@ -134,6 +187,8 @@ class _BaseRVM(BaseEstimator):
             result = fit_type2(basis, y, likelihood, solver, verbose=self.verbose, **options)
         elif isinstance(basis, PrecomputedBasis):
             raise ValueError("optimize_scales=True needs the inputs, not kernel='precomputed'")
+        elif _is_dask_array(X):
+            raise ValueError("optimize_scales=True needs inputs in memory, not a dask array")
         else:
             fit = fit_type2_scales(
                 X,
@@ -159,7 +214,11 @@ class _BaseRVM(BaseEstimator):
         self.n_train_ = fitted.n_train
         self.kernel_ = None if isinstance(basis, PrecomputedBasis) else basis.kernel
         self.relevance_indices_ = fitted.relevance_indices
-        self.relevance_vectors_ = X[self.relevance_indices_]
+        self.relevance_vectors_ = (
+            X[self.relevance_indices_]
+            if isinstance(basis, PrecomputedBasis)
+            else fitted.relevance_vectors
+        )
         self.intercept_active_ = bool(fitted.is_bias.any())
         self.coef_ = result.mu[fitted.is_kernel]
         zero = np.zeros(result.mu.shape[1]) if result.mu.ndim == 2 else 0.0
@@ -183,6 +242,15 @@ class _BaseRVM(BaseEstimator):
         self.log_evidence_ = result.log_evidence
         self.log_evidence_path_ = result.log_evidence_path
         self.n_iter_ = result.n_iter
+
+    def _by_row_blocks(self, X: np.ndarray, function: Callable):
+        """``function(Phi)`` over the design rows of ``X`` in blocks of bounded memory
+        (:meth:`~bayes_rvm.basis.FittedBasis.design_blocks`), joined along the rows;
+        ``function`` returns an array or a tuple of arrays with one row per input."""
+        parts = [function(Phi) for Phi in self.basis_.design_blocks(X)]
+        if isinstance(parts[0], tuple):
+            return tuple(np.concatenate(columns) for columns in zip(*parts, strict=True))
+        return np.concatenate(parts)
 
     def design_matrix(self, X) -> np.ndarray:
         """Design rows of inputs ``X`` over the fitted active basis functions.
@@ -338,6 +406,8 @@ or callable, default="rbf"
         tol=1e-6,
         optimize_scales=False,
         extra_columns=None,
+        centres=None,
+        random_state=None,
         verbose=False,
     ):
         self.kernel = kernel
@@ -355,6 +425,8 @@ or callable, default="rbf"
         self.tol = tol
         self.optimize_scales = optimize_scales
         self.extra_columns = extra_columns
+        self.centres = centres
+        self.random_state = random_state
         self.verbose = verbose
 
     def fit(self, X, y):
@@ -397,7 +469,7 @@ or callable, default="rbf"
 
     def _fit(self, X, y) -> None:
         validate_parameters(self)
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        X, y = self._validate_training(X, y, y_numeric=True)
         y = check_target(y, X.shape[0], "y")
         self._check_n_samples(X)
         self._fit_type2(X, y, "gaussian")
@@ -411,7 +483,7 @@ or callable, default="rbf"
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        mean, var = self.result_.predict(self.basis_.design(X))
+        mean, var = self._by_row_blocks(X, self.result_.predict)
         return (mean, np.sqrt(var)) if return_std else mean
 
 
@@ -550,6 +622,8 @@ or callable, default="rbf"
         tol=1e-6,
         optimize_scales=False,
         extra_columns=None,
+        centres=None,
+        random_state=None,
         verbose=False,
     ):
         self.kernel = kernel
@@ -566,6 +640,8 @@ or callable, default="rbf"
         self.tol = tol
         self.optimize_scales = optimize_scales
         self.extra_columns = extra_columns
+        self.centres = centres
+        self.random_state = random_state
         self.verbose = verbose
 
     def fit(self, X, y):
@@ -606,7 +682,7 @@ or callable, default="rbf"
 
     def _fit(self, X, y) -> None:
         validate_parameters(self)
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = self._validate_training(X, y)
         self.classes_, codes = check_class_labels(y)
         self._check_n_samples(X)
         n_classes = self.classes_.size
@@ -616,14 +692,19 @@ or callable, default="rbf"
                 f"({self.classes_[0]!r})"
             )
         if n_classes > 2 and self.multi_class == "ovr":
+            # the same candidate centres for every classifier
+            centres = choose_centres(X, self.centres, self.random_state)
             self.estimators_ = [
-                clone(self).fit(X, (codes == k).astype(np.int64)) for k in range(n_classes)
+                clone(self).set_params(centres=centres).fit(X, (codes == k).astype(np.int64))
+                for k in range(n_classes)
             ]
             self.kernel_ = self.estimators_[0].kernel_
             self.relevance_indices_ = np.unique(
                 np.concatenate([e.relevance_indices_ for e in self.estimators_])
             )
-            self.relevance_vectors_ = X[self.relevance_indices_]
+            self.relevance_vectors_ = np.asarray(
+                (X if centres is None else centres)[self.relevance_indices_]
+            )
             self.n_relevance_ = sum(e.n_relevance_ for e in self.estimators_)
             self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
             self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
@@ -634,7 +715,7 @@ or callable, default="rbf"
 
     def _latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latent mean and variance at validated inputs (binary / multinomial fits)."""
-        return self.result_.predict(self.basis_.design(X))
+        return self._by_row_blocks(X, self.result_.predict)
 
     def decision_function(self, X):
         """Latent function at the posterior mode, ``phi(x)^T w*``.
@@ -656,7 +737,10 @@ or callable, default="rbf"
             # classifier moderated or not as this estimator is set now
             log_p = np.column_stack([e._log_proba(X, moderated)[:, 1] for e in self.estimators_])
             return log_p - np.logaddexp.reduce(log_p, axis=1, keepdims=True)
-        Phi = self.basis_.design(X)
+        return self._by_row_blocks(X, lambda Phi: self._log_proba_rows(Phi, moderated))
+
+    def _log_proba_rows(self, Phi: np.ndarray, moderated: bool) -> np.ndarray:
+        """Log class probabilities at design rows ``Phi``."""
         mean = Phi @ self.result_.mu
         if not moderated:
             return log_class_proba(mean)
