@@ -59,7 +59,7 @@ def choose_centres(X, centres, random_state=None) -> np.ndarray | None:
         ``None``: every training input (the RVM; returns ``None``). An int: that many
         centres chosen among the inputs by k-means++ (:func:`sklearn.cluster.kmeans_plusplus`,
         on a random sample of :data:`KMEANS_SAMPLE` ``* centres`` rows when ``X`` is a dask
-        array). An array: the given centres.
+        array with more rows than that). An array: the given centres.
     random_state : None, int or numpy.random.RandomState
         Seed of k-means++ (and of the sample).
 
@@ -80,8 +80,9 @@ def choose_centres(X, centres, random_state=None) -> np.ndarray | None:
         rng = check_random_state(random_state)
         pool = X
         if not isinstance(X, np.ndarray):
-            size = min(n_rows, KMEANS_SAMPLE * int(centres))
-            pool = np.asarray(X[np.sort(rng.choice(n_rows, size, replace=False))])
+            size = KMEANS_SAMPLE * int(centres)
+            rows = np.sort(rng.choice(n_rows, size, replace=False)) if size < n_rows else ...
+            pool = np.asarray(X[rows])
         chosen, _ = kmeans_plusplus(pool, int(centres), random_state=rng)
         return chosen
     centres = check_design(centres, "centres")

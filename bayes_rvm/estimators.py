@@ -331,6 +331,15 @@ or callable, default="rbf"
         any other (Sec. 4.3): ``"linear"`` (the inputs ``x1, x2, ...``), ``"quadratic"``
         (``x1*x1, x1*x2, ...``) or pairs ``(name, f)`` with ``f(X)`` an array of one or
         more columns (:class:`bayes_rvm.basis.ExtraColumns`).
+    centres : None, int or array of shape (n_centres, n_features), default=None
+        Candidate centres of the kernel basis functions. ``None``: every training input,
+        as in the paper (a pass over the basis costs ``N^2`` kernel values). An int: that
+        many centres chosen among the training inputs by k-means++
+        (:func:`sklearn.cluster.kmeans_plusplus`, seeded by ``random_state``). An array:
+        the given centres. A pass then costs ``N n_centres`` kernel values; the relevance
+        vectors are the kept centres (``basis_.centres`` holds all of them).
+    random_state : None, int or numpy.random.RandomState, default=None
+        Seed of k-means++ when ``centres`` is an int.
     verbose : bool, default=False
 
     Attributes
@@ -338,7 +347,7 @@ or callable, default="rbf"
     relevance_vectors_ : ndarray of shape (n_relevance, n_features)
     relevance_indices_ : ndarray of int
         Rows of the training data that are relevance vectors (columns of the Gram matrix
-        with ``kernel="precomputed"``).
+        with ``kernel="precomputed"``; rows of ``basis_.centres`` with ``centres``).
     coef_ : ndarray of shape (n_relevance,)
         Posterior mean weights of the relevance vectors.
     intercept_ : float
@@ -436,6 +445,8 @@ or callable, default="rbf"
         ----------
         X : array-like of shape (n_samples, n_features)
             Training inputs (with ``kernel="precomputed"``, the square Gram matrix).
+            A dask array chunked by rows is fitted where its chunks live, by dask tasks
+            (:class:`bayes_rvm.dask.DaskKernelBasis`; ``pip install bayes_rvm[dask]``).
             Dense only: a scipy sparse matrix raises ``TypeError`` (the kernel columns
             are dense whatever ``X`` is, so converting would hide an ``N x N`` dense
             cost; pass ``X.toarray()`` deliberately). Any real dtype is accepted and
@@ -480,6 +491,9 @@ or callable, default="rbf"
 
         The variance is ``noise_var_ + phi(x)^T sigma_ phi(x)`` (Tipping 2001, eq. 22):
         the noise plus the uncertainty of every active weight, the bias weight's included.
+        The design rows are evaluated in blocks of
+        :data:`~bayes_rvm.basis.BLOCK_BYTES`, so memory stays bounded for any number of
+        inputs.
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -552,6 +566,15 @@ or callable, default="rbf"
     extra_columns : sequence, optional
         Extra basis functions after the kernel columns and the bias (Sec. 4.3), as in
         :class:`RVR`.
+    centres : None, int or array of shape (n_centres, n_features), default=None
+        Candidate centres of the kernel basis functions. ``None``: every training input,
+        as in the paper (a pass over the basis costs ``N^2`` kernel values). An int: that
+        many centres chosen among the training inputs by k-means++
+        (:func:`sklearn.cluster.kmeans_plusplus`, seeded by ``random_state``). An array:
+        the given centres. A pass then costs ``N n_centres`` kernel values; the relevance
+        vectors are the kept centres (``basis_.centres`` holds all of them).
+    random_state : None, int or numpy.random.RandomState, default=None
+        Seed of k-means++ when ``centres`` is an int.
     verbose : bool, default=False
 
     Attributes
@@ -651,7 +674,8 @@ or callable, default="rbf"
         ----------
         X : array-like of shape (n_samples, n_features)
             Training inputs, dense (sparse matrices raise ``TypeError``; see
-            :meth:`RVR.fit`), computed in float64.
+            :meth:`RVR.fit`), computed in float64; or a dask array chunked by rows
+            (see :meth:`RVR.fit`).
         y : array-like of shape (n_samples,)
             Class labels of any one type: integers, integral floats, booleans, strings,
             or other sortable objects (an object array of numbers counts as numbers).
