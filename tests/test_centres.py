@@ -52,7 +52,7 @@ def test_given_centres_fit_like_fit_type2_on_the_explicit_design(data, rng):
 
 
 def test_kmeans_plusplus_centres_are_reproducible(data):
-    X, y, labels = data
+    X, y, _ = data
     first = RVR(gamma=0.25, centres=25, random_state=3).fit(X, y)
     again = RVR(gamma=0.25, centres=25, random_state=3).fit(X, y)
     other = RVR(gamma=0.25, centres=25, random_state=4).fit(X, y)
