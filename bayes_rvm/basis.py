@@ -73,17 +73,18 @@ def choose_centres(X, centres, random_state=None) -> np.ndarray | None:
         return None
     n_rows, n_features = X.shape
     if isinstance(centres, numbers.Integral) and not isinstance(centres, bool | np.bool_):
-        if not 1 <= centres <= n_rows:
+        count = int(centres)
+        if not 1 <= count <= n_rows:
             raise ValueError(
-                f"centres={centres} must be between 1 and the number of training inputs, {n_rows}"
+                f"centres={count} must be between 1 and the number of training inputs, {n_rows}"
             )
         rng = check_random_state(random_state)
         pool = X
         if not isinstance(X, np.ndarray):
-            size = KMEANS_SAMPLE * int(centres)
+            size = KMEANS_SAMPLE * count
             rows = np.sort(rng.choice(n_rows, size, replace=False)) if size < n_rows else ...
             pool = np.asarray(X[rows])
-        chosen, _ = kmeans_plusplus(pool, int(centres), random_state=rng)
+        chosen, _ = kmeans_plusplus(pool, count, random_state=rng)
         return chosen
     centres = check_design(centres, "centres")
     if centres.shape[1] != n_features:
