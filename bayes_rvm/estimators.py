@@ -567,12 +567,8 @@ or callable, default="rbf"
         Extra basis functions after the kernel columns and the bias (Sec. 4.3), as in
         :class:`RVR`.
     centres : None, int or array of shape (n_centres, n_features), default=None
-        Candidate centres of the kernel basis functions. ``None``: every training input,
-        as in the paper (a pass over the basis costs ``N^2`` kernel values). An int: that
-        many centres chosen among the training inputs by k-means++
-        (:func:`sklearn.cluster.kmeans_plusplus`, seeded by ``random_state``). An array:
-        the given centres. A pass then costs ``N n_centres`` kernel values; the relevance
-        vectors are the kept centres (``basis_.centres`` holds all of them).
+        Candidate centres (every training input, k-means++ or given), as in :class:`RVR`;
+        with one-vs-rest every classifier gets the same candidates.
     random_state : None, int or numpy.random.RandomState, default=None
         Seed of k-means++ when ``centres`` is an int.
     verbose : bool, default=False
