@@ -6,6 +6,7 @@ The estimators only orchestrate: validate, build the basis, call
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -61,6 +62,11 @@ def _check_centres(value, name: str):
     against the inputs at fit, by :func:`bayes_rvm.basis.choose_centres`)."""
     if value is None or hasattr(value, "shape") or isinstance(value, list | tuple):
         return value
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be None, a number of centres or an array of centres, got "
+            f"{value!r} ({type(value).__name__})"
+        )
     return check_positive_int(value, name)
 
 

@@ -79,7 +79,8 @@ def test_one_vs_rest_classifiers_share_the_centres(rng):
     [
         (121, ValueError, "between 1 and the number of training inputs, 120"),
         (0, ValueError, ">= 1"),
-        (2.5, TypeError, "must be an integer"),
+        (2.5, TypeError, "a number of centres or an array of centres, got 2.5"),
+        (True, TypeError, "a number of centres or an array of centres, got True"),
         (np.zeros((5, 2)), ValueError, "centres with 1 features like X"),
         (np.array([[0.0], [np.nan]]), ValueError, "centres contains NaN"),
         (np.zeros((0, 1)), ValueError, "non-empty centres"),
