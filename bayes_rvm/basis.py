@@ -15,11 +15,14 @@ those basis functions, with the kernel, bias and extra columns as fitted.
 from __future__ import annotations
 
 import copy
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from itertools import combinations_with_replacement
 
 import numpy as np
+from sklearn.cluster import kmeans_plusplus
+from sklearn.utils import check_random_state
 
 from bayes_rvm._validation import check_design
 from bayes_rvm.kernels import Kernel
@@ -32,12 +35,63 @@ __all__ = [
     "KernelBasis",
     "PrecomputedBasis",
     "as_basis",
+    "choose_centres",
 ]
 
 #: Bytes one block of kernel columns may take while computing ``Phi^T V``. Small enough
 #: for the elementwise passes of the kernel evaluation to stay in cache: a 5000 x 5000
 #: RBF kernel took 74 ms in blocks of 200 columns (8 MB), 146 ms in blocks of 800.
 BLOCK_BYTES = 8 * 2**20
+
+#: With inputs that are not in memory (a dask array), ``centres=n`` runs k-means++ on
+#: ``KMEANS_SAMPLE * n`` rows drawn uniformly at random (all rows if fewer).
+KMEANS_SAMPLE = 20
+
+
+def choose_centres(X, centres, random_state=None) -> np.ndarray | None:
+    """The candidate centres of a kernel basis on inputs ``X``.
+
+    Parameters
+    ----------
+    X : array of shape (n_rows, n_features)
+        Training inputs (a NumPy array, or a dask array chunked by rows).
+    centres : None, int or array of shape (n_centres, n_features)
+        ``None``: every training input (the RVM; returns ``None``). An int: that many
+        centres chosen among the inputs by k-means++ (:func:`sklearn.cluster.kmeans_plusplus`,
+        on a random sample of :data:`KMEANS_SAMPLE` ``* centres`` rows when ``X`` is a dask
+        array with more rows than that). An array: the given centres.
+    random_state : None, int or numpy.random.RandomState
+        Seed of k-means++ (and of the sample).
+
+    Raises
+    ------
+    ValueError
+        More centres than inputs, centres with another number of features than ``X``, or
+        NaN or infinite centres.
+    """
+    if centres is None:
+        return None
+    n_rows, n_features = X.shape
+    if isinstance(centres, numbers.Integral) and not isinstance(centres, bool | np.bool_):
+        count = int(centres)
+        if not 1 <= count <= n_rows:
+            raise ValueError(
+                f"centres={count} must be between 1 and the number of training inputs, {n_rows}"
+            )
+        rng = check_random_state(random_state)
+        pool = X
+        if not isinstance(X, np.ndarray):
+            size = KMEANS_SAMPLE * count
+            rows = np.sort(rng.choice(n_rows, size, replace=False)) if size < n_rows else ...
+            pool = np.asarray(X[rows])
+        chosen, _ = kmeans_plusplus(pool, count, random_state=rng)
+        return chosen
+    centres = check_design(centres, "centres")
+    if centres.shape[1] != n_features:
+        raise ValueError(
+            f"expected centres with {n_features} features like X, got shape {centres.shape}"
+        )
+    return centres
 
 
 def _weighted_sq_norms(Phi: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
@@ -198,6 +252,8 @@ class KernelBasis(Basis):
     ):
         self.X = check_design(X, "X")
         self.centres = self.X if centres is None else check_design(centres, "centres", min_rows=0)
+        #: Whether the candidate centres are the inputs themselves (the RVM).
+        self.centres_are_inputs = centres is None
         self.kernel = kernel
         self.bias = bool(bias)
         self.extra = extra if isinstance(extra, ExtraColumns) else ExtraColumns(extra)
@@ -237,9 +293,12 @@ class KernelBasis(Basis):
         return _design_rows(X, self.kernel, self.centres, self.bias, self.extra, self._split(idx))
 
     @classmethod
-    def _at_inputs(cls, X, kernel, bias: bool, extra: ExtraColumns) -> KernelBasis:
-        """A basis of this kind centred on the inputs ``X`` and evaluated there."""
-        return cls(X, kernel, bias=bias, extra=extra)
+    def _at_inputs(
+        cls, X, kernel, bias: bool, extra: ExtraColumns, centres: np.ndarray | None = None
+    ) -> KernelBasis:
+        """A basis of this kind evaluated at the inputs ``X``, centred on ``centres``
+        (``X`` itself when ``None``)."""
+        return KernelBasis(X, kernel, centres=centres, bias=bias, extra=extra)
 
     def restrict(self, active) -> FittedBasis:
         """The basis functions in columns ``active`` (a fit's active set), as a
@@ -370,7 +429,9 @@ class PrecomputedBasis(KernelBasis):
         super().__init__(K, _GramColumns(), centres=centres, bias=bias)
 
     @classmethod
-    def _at_inputs(cls, X, kernel, bias: bool, extra: ExtraColumns) -> PrecomputedBasis:
+    def _at_inputs(
+        cls, X, kernel, bias: bool, extra: ExtraColumns, centres: np.ndarray | None = None
+    ) -> PrecomputedBasis:
         return cls(X, bias=bias)
 
 
@@ -397,6 +458,11 @@ class FittedBasis:
     extra_names : list of str
         Names of all extra columns of the training basis, kept or not.
     kernel : Kernel or callable
+    centres : ndarray of shape (n_centres, n_features) or None
+        Every candidate centre of the training basis, kept or not; ``None`` when the
+        candidates were the training inputs themselves (the RVM).
+    relevance_vectors : ndarray of shape (n_relevance, n_features)
+        The kept centres, in the order of :attr:`active`.
     n_train : int
         Rows of the training basis.
     """
@@ -413,7 +479,8 @@ class FittedBasis:
         self._kind = type(basis)
         self._bias = basis.bias
         self._extra = basis.extra
-        self._centres = basis.centres[self.relevance_indices]
+        self.centres = None if basis.centres_are_inputs else basis.centres
+        self.relevance_vectors = basis.centres[self.relevance_indices]
         # column of every kept function in [k(., kept centres) | 1 | extra]
         n_kept = self.relevance_indices.size
         local = idx.copy()
@@ -428,18 +495,29 @@ class FittedBasis:
     def design(self, X) -> np.ndarray:
         """Design rows of inputs ``X`` over the kept basis functions, in the order of
         :attr:`active` (the columns the fit's weights belong to)."""
-        return _design_rows(X, self.kernel, self._centres, self._bias, self._extra, self._split)
+        return _design_rows(
+            X, self.kernel, self.relevance_vectors, self._bias, self._extra, self._split
+        )
+
+    def design_blocks(self, X):
+        """:meth:`design` in blocks of rows, in order: each block of at most
+        :data:`BLOCK_BYTES` (and at least one row), so that predictions at any number of
+        inputs take bounded memory."""
+        X = check_design(X, "X", min_rows=0)
+        step = max(1, BLOCK_BYTES // (8 * max(1, self.n_columns)))
+        for start in range(0, max(1, X.shape[0]), step):
+            yield self.design(X[start : start + step])
 
     def training_basis(self, X) -> KernelBasis:
         """The whole training basis (every column, kept or not) at the fitted kernel,
-        rebuilt from the training inputs ``X``.
+        rebuilt from the training inputs ``X`` and the candidate centres.
 
         Raises
         ------
         ValueError
             If ``X`` does not have the training set's number of rows.
         """
-        full = self._kind._at_inputs(X, self.kernel, self._bias, self._extra)
+        full = self._kind._at_inputs(X, self.kernel, self._bias, self._extra, self.centres)
         if full.n_rows != self.n_train:
             raise ValueError(
                 f"expected the {self.n_train} training inputs the basis was fitted on, "

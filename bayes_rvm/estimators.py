@@ -6,11 +6,13 @@ The estimators only orchestrate: validate, build the basis, call
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayes_rvm._validation import (
@@ -28,7 +30,7 @@ from bayes_rvm._validation import (
     validate_parameters,
 )
 from bayes_rvm.augmented import augmented_predictive, default_alpha_star
-from bayes_rvm.basis import ExtraColumns, KernelBasis, PrecomputedBasis
+from bayes_rvm.basis import ExtraColumns, KernelBasis, PrecomputedBasis, choose_centres
 from bayes_rvm.kernels import check_gamma, check_kernel, get_kernel
 from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
 from bayes_rvm.solvers import SOLVER_CHOICES, default_solver, fit_type2, fit_type2_scales
@@ -52,6 +54,24 @@ def _check_extra_columns(value, name: str) -> ExtraColumns:
     return ExtraColumns(value)
 
 
+def _is_dask_array(X) -> bool:
+    """Whether ``X`` is a dask array (without importing dask)."""
+    return type(X).__module__.partition(".")[0] == "dask"
+
+
+def _check_centres(value, name: str):
+    """``centres``: ``None``, a number of centres >= 1, or an array of centres (checked
+    against the inputs at fit, by :func:`bayes_rvm.basis.choose_centres`)."""
+    if value is None or hasattr(value, "shape") or isinstance(value, list | tuple):
+        return value
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be None, a number of centres or an array of centres, got "
+            f"{value!r} ({type(value).__name__})"
+        )
+    return check_positive_int(value, name)
+
+
 class _BaseRVM(BaseEstimator):
     """Shared plumbing: kernel and basis from the constructor options, fitted attributes."""
 
@@ -70,6 +90,8 @@ class _BaseRVM(BaseEstimator):
         "tol": check_positive_real,
         "optimize_scales": check_bool,
         "extra_columns": none_or(_check_extra_columns),
+        "centres": _check_centres,
+        "random_state": lambda value, name: check_random_state(value),
         "verbose": _check_verbose,
     }
 
@@ -100,6 +122,24 @@ class _BaseRVM(BaseEstimator):
             return 1.0 / X.shape[1]
         return self.gamma
 
+    def _validate_training(self, X, y, **kwargs) -> tuple:
+        """Training inputs and labels as the fit uses them: ``validate_data`` for
+        in-memory inputs; a dask array stays on its workers, chunked by rows
+        (:func:`bayes_rvm.dask.check_dask_inputs`), and ``y`` is gathered."""
+        if not _is_dask_array(X):
+            return validate_data(self, X, y, dtype=np.float64, **kwargs)
+        from bayes_rvm.dask import check_dask_inputs
+
+        X = check_dask_inputs(X)
+        y = np.asarray(y)
+        if y.shape[:1] != X.shape[:1]:
+            raise ValueError(
+                f"X and y have inconsistent numbers of samples: {X.shape[0]} and "
+                f"{y.shape[0] if y.ndim else y}"
+            )
+        self.n_features_in_ = int(X.shape[1])
+        return X, y
+
     def _check_n_samples(self, X: np.ndarray) -> None:
         if X.shape[0] < 2:
             raise ValueError(
@@ -119,9 +159,28 @@ class _BaseRVM(BaseEstimator):
                     "extra_columns need the inputs; with kernel='precomputed' X is a Gram "
                     "matrix: append the extra columns to it instead"
                 )
+            if self.centres is not None:
+                raise ValueError(
+                    "centres do not apply to kernel='precomputed': the columns of the Gram "
+                    "matrix are the basis functions"
+                )
             return PrecomputedBasis(X, bias=self.bias)
         kernel = get_kernel(self.kernel, self._resolve_gamma(X), self.degree, self.coef0)
-        return KernelBasis(X, kernel, bias=self.bias, extra=self.extra_columns or ())
+        centres = choose_centres(X, self.centres, self.random_state)
+        if centres is not None and self.optimize_scales:
+            raise ValueError(
+                "optimize_scales=True learns the scales with every training input as a "
+                "centre: use centres=None"
+            )
+        if _is_dask_array(X):
+            from bayes_rvm.dask import DaskKernelBasis
+
+            return DaskKernelBasis(
+                X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or ()
+            )
+        return KernelBasis(
+            X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or ()
+        )
 
     def _fit_type2(self, X: np.ndarray, y: np.ndarray, likelihood: str) -> None:
         """The solver's fit, with the input scales learned when ``optimize_scales``; stores
@@ -136,6 +195,8 @@ class _BaseRVM(BaseEstimator):
             result = fit_type2(basis, y, likelihood, solver, verbose=self.verbose, **options)
         elif isinstance(basis, PrecomputedBasis):
             raise ValueError("optimize_scales=True needs the inputs, not kernel='precomputed'")
+        elif _is_dask_array(X):
+            raise ValueError("optimize_scales=True needs inputs in memory, not a dask array")
         else:
             fit = fit_type2_scales(
                 X,
@@ -161,7 +222,11 @@ class _BaseRVM(BaseEstimator):
         self.n_train_ = fitted.n_train
         self.kernel_ = None if isinstance(basis, PrecomputedBasis) else basis.kernel
         self.relevance_indices_ = fitted.relevance_indices
-        self.relevance_vectors_ = X[self.relevance_indices_]
+        self.relevance_vectors_ = (
+            X[self.relevance_indices_]
+            if isinstance(basis, PrecomputedBasis)
+            else fitted.relevance_vectors
+        )
         self.intercept_active_ = bool(fitted.is_bias.any())
         self.coef_ = result.mu[fitted.is_kernel]
         zero = np.zeros(result.mu.shape[1]) if result.mu.ndim == 2 else 0.0
@@ -185,6 +250,15 @@ class _BaseRVM(BaseEstimator):
         self.log_evidence_ = result.log_evidence
         self.log_evidence_path_ = result.log_evidence_path
         self.n_iter_ = result.n_iter
+
+    def _by_row_blocks(self, X: np.ndarray, function: Callable):
+        """``function(Phi)`` over the design rows of ``X`` in blocks of bounded memory
+        (:meth:`~bayes_rvm.basis.FittedBasis.design_blocks`), joined along the rows;
+        ``function`` returns an array or a tuple of arrays with one row per input."""
+        parts = [function(Phi) for Phi in self.basis_.design_blocks(X)]
+        if isinstance(parts[0], tuple):
+            return tuple(np.concatenate(columns) for columns in zip(*parts, strict=True))
+        return np.concatenate(parts)
 
     def design_matrix(self, X) -> np.ndarray:
         """Design rows of inputs ``X`` over the fitted active basis functions.
@@ -281,6 +355,15 @@ or callable, default="rbf"
         the data instead of shrinking to the noise level
         (:func:`bayes_rvm.augmented.augmented_predictive`); it keeps the training inputs
         and targets and costs ``O(N M)`` per test input.
+    centres : None, int or array of shape (n_centres, n_features), default=None
+        Candidate centres of the kernel basis functions. ``None``: every training input,
+        as in the paper (a pass over the basis costs ``N^2`` kernel values). An int: that
+        many centres chosen among the training inputs by k-means++
+        (:func:`sklearn.cluster.kmeans_plusplus`, seeded by ``random_state``). An array:
+        the given centres. A pass then costs ``N n_centres`` kernel values; the relevance
+        vectors are the kept centres (``basis_.centres`` holds all of them).
+    random_state : None, int or numpy.random.RandomState, default=None
+        Seed of k-means++ when ``centres`` is an int.
     verbose : bool, default=False
 
     Attributes
@@ -288,7 +371,7 @@ or callable, default="rbf"
     relevance_vectors_ : ndarray of shape (n_relevance, n_features)
     relevance_indices_ : ndarray of int
         Rows of the training data that are relevance vectors (columns of the Gram matrix
-        with ``kernel="precomputed"``).
+        with ``kernel="precomputed"``; rows of ``basis_.centres`` with ``centres``).
     coef_ : ndarray of shape (n_relevance,)
         Posterior mean weights of the relevance vectors.
     intercept_ : float
@@ -357,6 +440,8 @@ or callable, default="rbf"
         optimize_scales=False,
         extra_columns=None,
         predictive="paper",
+        centres=None,
+        random_state=None,
         verbose=False,
     ):
         self.kernel = kernel
@@ -375,6 +460,8 @@ or callable, default="rbf"
         self.optimize_scales = optimize_scales
         self.extra_columns = extra_columns
         self.predictive = predictive
+        self.centres = centres
+        self.random_state = random_state
         self.verbose = verbose
 
     def fit(self, X, y):
@@ -384,6 +471,8 @@ or callable, default="rbf"
         ----------
         X : array-like of shape (n_samples, n_features)
             Training inputs (with ``kernel="precomputed"``, the square Gram matrix).
+            A dask array chunked by rows is fitted where its chunks live, by dask tasks
+            (:class:`bayes_rvm.dask.DaskKernelBasis`; ``pip install bayes_rvm[dask]``).
             Dense only: a scipy sparse matrix raises ``TypeError`` (the kernel columns
             are dense whatever ``X`` is, so converting would hide an ``N x N`` dense
             cost; pass ``X.toarray()`` deliberately). Any real dtype is accepted and
@@ -418,7 +507,7 @@ or callable, default="rbf"
 
     def _fit(self, X, y) -> None:
         validate_parameters(self)
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        X, y = self._validate_training(X, y, y_numeric=True)
         y = check_target(y, X.shape[0], "y")
         self._check_n_samples(X)
         self._fit_type2(X, y, "gaussian")
@@ -443,7 +532,9 @@ or callable, default="rbf"
         included. "augmented": the RVM* mean and variance
         (:func:`bayes_rvm.augmented.augmented_predictive`), with one kernel function
         added at each test input, its prior precision from
-        :func:`bayes_rvm.augmented.default_alpha_star`.
+        :func:`bayes_rvm.augmented.default_alpha_star`. The design rows are evaluated in
+        blocks of :data:`~bayes_rvm.basis.BLOCK_BYTES`, so memory stays bounded for any
+        number of inputs.
         """
         check_is_fitted(self)
         if predictive is None:
@@ -453,7 +544,7 @@ or callable, default="rbf"
         if predictive == "augmented":
             mean, var = self._augmented(X)
         else:
-            mean, var = self.result_.predict(self.basis_.design(X))
+            mean, var = self._by_row_blocks(X, self.result_.predict)
         return (mean, np.sqrt(var)) if return_std else mean
 
     def _augmented(self, X: np.ndarray, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
@@ -549,6 +640,11 @@ or callable, default="rbf"
     extra_columns : sequence, optional
         Extra basis functions after the kernel columns and the bias (Sec. 4.3), as in
         :class:`RVR`.
+    centres : None, int or array of shape (n_centres, n_features), default=None
+        Candidate centres (every training input, k-means++ or given), as in :class:`RVR`;
+        with one-vs-rest every classifier gets the same candidates.
+    random_state : None, int or numpy.random.RandomState, default=None
+        Seed of k-means++ when ``centres`` is an int.
     verbose : bool, default=False
 
     Attributes
@@ -619,6 +715,8 @@ or callable, default="rbf"
         tol=1e-6,
         optimize_scales=False,
         extra_columns=None,
+        centres=None,
+        random_state=None,
         verbose=False,
     ):
         self.kernel = kernel
@@ -635,6 +733,8 @@ or callable, default="rbf"
         self.tol = tol
         self.optimize_scales = optimize_scales
         self.extra_columns = extra_columns
+        self.centres = centres
+        self.random_state = random_state
         self.verbose = verbose
 
     def fit(self, X, y):
@@ -644,7 +744,8 @@ or callable, default="rbf"
         ----------
         X : array-like of shape (n_samples, n_features)
             Training inputs, dense (sparse matrices raise ``TypeError``; see
-            :meth:`RVR.fit`), computed in float64.
+            :meth:`RVR.fit`), computed in float64; or a dask array chunked by rows
+            (see :meth:`RVR.fit`).
         y : array-like of shape (n_samples,)
             Class labels of any one type: integers, integral floats, booleans, strings,
             or other sortable objects (an object array of numbers counts as numbers).
@@ -675,7 +776,7 @@ or callable, default="rbf"
 
     def _fit(self, X, y) -> None:
         validate_parameters(self)
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = self._validate_training(X, y)
         self.classes_, codes = check_class_labels(y)
         self._check_n_samples(X)
         n_classes = self.classes_.size
@@ -685,14 +786,19 @@ or callable, default="rbf"
                 f"({self.classes_[0]!r})"
             )
         if n_classes > 2 and self.multi_class == "ovr":
+            # the same candidate centres for every classifier
+            centres = choose_centres(X, self.centres, self.random_state)
             self.estimators_ = [
-                clone(self).fit(X, (codes == k).astype(np.int64)) for k in range(n_classes)
+                clone(self).set_params(centres=centres).fit(X, (codes == k).astype(np.int64))
+                for k in range(n_classes)
             ]
             self.kernel_ = self.estimators_[0].kernel_
             self.relevance_indices_ = np.unique(
                 np.concatenate([e.relevance_indices_ for e in self.estimators_])
             )
-            self.relevance_vectors_ = X[self.relevance_indices_]
+            self.relevance_vectors_ = np.asarray(
+                (X if centres is None else centres)[self.relevance_indices_]
+            )
             self.n_relevance_ = sum(e.n_relevance_ for e in self.estimators_)
             self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
             self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
@@ -703,7 +809,7 @@ or callable, default="rbf"
 
     def _latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latent mean and variance at validated inputs (binary / multinomial fits)."""
-        return self.result_.predict(self.basis_.design(X))
+        return self._by_row_blocks(X, self.result_.predict)
 
     def decision_function(self, X):
         """Latent function at the posterior mode, ``phi(x)^T w*``.
@@ -725,7 +831,10 @@ or callable, default="rbf"
             # classifier moderated or not as this estimator is set now
             log_p = np.column_stack([e._log_proba(X, moderated)[:, 1] for e in self.estimators_])
             return log_p - np.logaddexp.reduce(log_p, axis=1, keepdims=True)
-        Phi = self.basis_.design(X)
+        return self._by_row_blocks(X, lambda Phi: self._log_proba_rows(Phi, moderated))
+
+    def _log_proba_rows(self, Phi: np.ndarray, moderated: bool) -> np.ndarray:
+        """Log class probabilities at design rows ``Phi``."""
         mean = Phi @ self.result_.mu
         if not moderated:
             return log_class_proba(mean)

@@ -1,0 +1,168 @@
+"""Large training sets: every input a centre, candidate subsets, and a dask cluster.
+
+One case per run, so that ``/usr/bin/time -v`` reports the peak memory of that case
+alone (the script prints its own peak RSS too, and with ``--case dask`` each worker's):
+
+- ``rvr``: Friedman #1 (d = 10, unit noise), every training input a candidate centre
+  (the paper's RVM), fitted by :class:`~bayes_rvm.RVR`; RMSE against the true function
+  on 10,000 fresh inputs.
+- ``rvc``: a two-class problem in two dimensions (the class is the sign of
+  ``sin(2 x1) + x2`` plus logistic noise), every input a centre, :class:`~bayes_rvm.RVC`;
+  test error on 10,000 fresh inputs.
+- ``subset``: Friedman #1 with ``--centres`` candidate centres by k-means++.
+- ``dask``: Friedman #1 as a dask array of ``--chunk-rows`` rows per chunk on a
+  ``LocalCluster`` of ``--workers`` single-threaded worker processes, ``--centres``
+  centres by k-means++ (on a sample of the rows).
+
+Besides the wall-clock time of ``fit`` it counts the passes over the basis the solver
+asked for (``Phi^T V`` with or without the column norms) and the column fetches, and
+times the mean pass, so that a fit's cost can be read as passes times the cost of one
+pass (``docs/guide/scale.md``).
+
+Usage (from the repository root)::
+
+    PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
+        /usr/bin/time -v python benchmarks/bench_scale.py --case rvr --n 20000
+    ... --case rvc --n 20000
+    ... --case subset --n 200000 --centres 2000
+    ... --case dask --n 1000000 --centres 5000 --workers 2 --chunk-rows 50000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+from bayes_rvm import RVC, RVR  # noqa: E402
+from bayes_rvm.basis import KernelBasis  # noqa: E402
+from bayes_rvm.datasets import _friedman1, make_friedman1  # noqa: E402
+
+N_TEST = 10_000
+
+
+class _Counter:
+    """Counts and times the passes and column fetches of every kernel basis class."""
+
+    def __init__(self, *classes):
+        self.passes = self.fetches = 0
+        self.pass_seconds = 0.0
+        for cls in classes:
+            self._wrap(cls)
+
+    def _wrap(self, cls):
+        run_pass, fetch = cls._pass, cls.columns
+        counter = self
+
+        def counted_pass(basis, *args, **kwargs):
+            start = time.perf_counter()
+            out = run_pass(basis, *args, **kwargs)
+            counter.passes += 1
+            counter.pass_seconds += time.perf_counter() - start
+            return out
+
+        def counted_columns(basis, idx):
+            counter.fetches += 1
+            return fetch(basis, idx)
+
+        cls._pass, cls.columns = counted_pass, counted_columns
+
+    def report(self) -> str:
+        mean = self.pass_seconds / max(1, self.passes)
+        return f"passes {self.passes} (mean {mean:.3f} s)  column fetches {self.fetches}"
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _two_class(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2.0, 2.0, size=(n, 2))
+    latent = np.sin(2.0 * X[:, 0]) + X[:, 1]
+    return X, (latent + rng.logistic(0.0, 0.2, n) > 0).astype(int), (latent > 0).astype(int)
+
+
+def _fit(model, X, y, counter: _Counter) -> float:
+    start = time.perf_counter()
+    model.fit(X, y)
+    seconds = time.perf_counter() - start
+    print(f"fit {seconds:.1f} s  {counter.report()}  relevance {len(model.relevance_vectors_)}")
+    return seconds
+
+
+def _friedman(n: int, seed: int):
+    train = make_friedman1(n, random_state=seed)
+    test = make_friedman1(N_TEST, random_state=seed + 1)
+    return train, test
+
+
+def run_rvr(args, counter):
+    train, test = _friedman(args.n, args.seed)
+    centres = args.centres if args.case == "subset" else None
+    model = RVR(centres=centres, random_state=args.seed)
+    _fit(model, train.X, train.y, counter)
+    rmse = np.sqrt(np.mean((model.predict(test.X) - test.f) ** 2))
+    print(f"RMSE against the true function on {N_TEST} inputs: {rmse:.3f}")
+
+
+def run_rvc(args, counter):
+    X, y, _ = _two_class(args.n, args.seed)
+    X_test, _, truth = _two_class(N_TEST, args.seed + 1)
+    model = RVC()
+    _fit(model, X, y, counter)
+    error = np.mean(model.predict(X_test) != truth)
+    print(f"error against the noise-free class on {N_TEST} inputs: {100 * error:.2f} %")
+
+
+def run_dask(args, counter):
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    from bayes_rvm.dask import DaskKernelBasis
+
+    counter._wrap(DaskKernelBasis)
+    test = make_friedman1(N_TEST, random_state=args.seed + 1)
+    with (
+        LocalCluster(
+            n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        # the training set is drawn on the workers: the client never holds it
+        rng = da.random.default_rng(args.seed)
+        X = rng.uniform(0.0, 1.0, size=(args.n, 10), chunks=(args.chunk_rows, 10)).persist()
+        noise = rng.normal(0.0, 1.0, size=args.n, chunks=args.chunk_rows)
+        y = da.map_blocks(_friedman1, X, drop_axis=1, dtype=float) + noise
+        model = RVR(centres=args.centres, random_state=args.seed)
+        _fit(model, X, y.compute(), counter)
+        peaks = client.run(_peak_rss_mb)
+        for worker, peak in sorted(peaks.items()):
+            print(f"worker {worker}: peak RSS {peak:.0f} MB")
+    rmse = np.sqrt(np.mean((model.predict(test.X) - test.f) ** 2))
+    print(f"RMSE against the true function on {N_TEST} inputs: {rmse:.3f}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", choices=["rvr", "rvc", "subset", "dask"], required=True)
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--centres", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--chunk-rows", type=int, default=50_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    print(f"case {args.case}  n {args.n}  load {os.getloadavg()[0]:.2f}")
+    counter = _Counter(KernelBasis)
+    {"rvr": run_rvr, "subset": run_rvr, "rvc": run_rvc, "dask": run_dask}[args.case](args, counter)
+    print(f"client peak RSS {_peak_rss_mb():.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

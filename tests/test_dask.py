@@ -1,0 +1,117 @@
+"""Fitting on a dask array: the same fit as in memory, computed by tasks on the workers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+from bayes_rvm import RVC, RVR  # noqa: E402
+from bayes_rvm.basis import KernelBasis  # noqa: E402
+from bayes_rvm.dask import DaskKernelBasis  # noqa: E402
+from bayes_rvm.kernels import RBF  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-10, 10, size=(240, 2))
+    y = np.sinc(X[:, 0] / np.pi) * np.cos(X[:, 1] / 4) + rng.normal(0, 0.1, 240)
+    return X, y, (y > 0.2).astype(int)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with distributed.Client(cluster) as client:
+        yield client
+    cluster.close()
+
+
+def test_importing_the_package_does_not_import_dask():
+    code = "import sys, bayes_rvm; assert 'dask' not in sys.modules, 'dask imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_passes_and_columns_equal_the_in_memory_basis(data):
+    X, _, _ = data
+    extra = ["linear"]
+    local = KernelBasis(X, RBF(0.3), extra=extra)
+    remote = DaskKernelBasis(da.from_array(X, chunks=(70, 1)), RBF(0.3), extra=extra)
+    assert remote.shape == local.shape and remote.column_names == local.column_names
+    V = np.random.default_rng(0).normal(size=(240, 3))
+    weights = np.random.default_rng(1).uniform(size=240)
+    for (a, b), (c, d) in [
+        (remote.transpose_dot_with_norms(V), local.transpose_dot_with_norms(V)),
+        (remote.transpose_dot_with_norms(V, weights), local.transpose_dot_with_norms(V, weights)),
+    ]:
+        np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(b, d, rtol=1e-12)
+    np.testing.assert_allclose(remote.sq_norms(), local.sq_norms(), rtol=1e-12)
+    idx = [0, 17, 240, 242]
+    np.testing.assert_array_equal(remote.columns(idx), local.columns(idx))
+    np.testing.assert_allclose(remote.cross(idx), local.cross(idx), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("X", "error", "match"),
+    [
+        (np.array([[0.0, np.inf], [1.0, 2.0]]), ValueError, "NaN or infinite"),
+        (np.array(["a", "b"]), TypeError, "numeric dask array"),
+        (np.zeros(4), ValueError, "2 dimensions"),
+    ],
+)
+def test_bad_dask_inputs_are_rejected_clearly(X, error, match):
+    with pytest.raises(error, match=match):
+        RVR().fit(da.from_array(X), np.zeros(len(X)))
+
+
+def test_dask_fit_needs_matching_targets(data):
+    X, y, _ = data
+    with pytest.raises(ValueError, match="inconsistent numbers of samples: 240 and 239"):
+        RVR().fit(da.from_array(X, chunks=(60, 2)), y[:-1])
+
+
+def _check_same_fit(local, remote):
+    np.testing.assert_array_equal(remote.result_.active, local.result_.active)
+    np.testing.assert_allclose(remote.log_evidence_, local.log_evidence_, rtol=1e-8)
+    np.testing.assert_allclose(remote.result_.mu, local.result_.mu, rtol=1e-6, atol=1e-9)
+
+
+def test_rvr_on_the_default_scheduler_fits_like_in_memory(data):
+    X, y, _ = data
+    local = RVR(gamma=0.3, centres=50, random_state=1).fit(X, y)
+    remote = RVR(gamma=0.3, centres=50, random_state=1).fit(da.from_array(X, chunks=(90, 2)), y)
+    _check_same_fit(local, remote)
+    np.testing.assert_array_equal(remote.basis_.centres, local.basis_.centres)
+
+
+@pytest.mark.slow  # starts two worker processes
+@pytest.mark.parametrize("centres", [None, 40])
+def test_rvr_on_a_local_cluster_fits_like_in_memory(data, client, centres):
+    X, y, _ = data
+    settings = {"gamma": 0.3, "centres": centres, "random_state": 0}
+    local = RVR(**settings).fit(X, y)
+    with distributed.get_task_stream(client) as stream:
+        remote = RVR(**settings).fit(da.from_array(X, chunks=(60, 2)), y)
+    _check_same_fit(local, remote)
+    if centres is None:
+        np.testing.assert_array_equal(remote.relevance_vectors_, local.relevance_vectors_)
+    workers = {task["worker"] for task in stream.data if "_chunk_pass" in task["key"]}
+    assert len(workers) == 2, "the passes did not run on both workers"
+    np.testing.assert_allclose(remote.predict(X[:5]), local.predict(X[:5]), rtol=1e-6)
+
+
+@pytest.mark.slow
+def test_rvc_on_a_local_cluster_fits_like_in_memory(data, client):
+    X, _, labels = data
+    local = RVC(gamma=0.3).fit(X, labels)
+    remote = RVC(gamma=0.3).fit(da.from_array(X, chunks=(60, 2)), labels)
+    _check_same_fit(local, remote)
