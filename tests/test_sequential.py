@@ -253,11 +253,6 @@ def test_fixed_noise(sinc_data):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="at a fixed noise far below the optimum the coordinate steps end 265 nats "
-    "below MacKay (-5573.3 against -5308.7; docs/benchmarks.md)",
-)
 def test_fixed_low_noise_near_mackay(sinc_data):
     x, t, _ = sinc_data
     basis = KernelBasis(x, RBF(0.25))
@@ -389,12 +384,6 @@ def test_collinear_basis_finishes_on_exact_products():
     assert np.max(np.abs(error)) < 0.01  # the paper: 0.0070 with 9 vectors
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the greedy path of the compiled schedule ends at another local optimum, 24 "
-    "nats below MacKay's (287.4 with 13 vectors against 311.5 with 9, max error 0.017; "
-    "docs/benchmarks.md)",
-)
 def test_collinear_basis_evidence_near_mackay():
     _, t, basis = _collinear_problem()
     sequential_fit = fit_type2(basis, t, noise_var=0.01**2, solver="sequential")
