@@ -585,12 +585,6 @@ def sample(
     """
     spec = model_spec(model)
     module = lookup(NUTS_SAMPLERS, nuts_sampler, "nuts_sampler")
-    if module is not None and importlib.util.find_spec(module) is None:
-        raise ImportError(
-            f"nuts_sampler={nuts_sampler!r} needs the {module!r} package, which is not "
-            "installed; install the optional extra (pip install 'bayes_rvm[samplers]') or use "
-            "nuts_sampler='pymc'"
-        )
     if return_inferencedata is not True:
         raise ValueError(
             "bayes_rvm.sample returns a DataTree (return_inferencedata=True); for a "
@@ -598,6 +592,12 @@ def sample(
         )
     if step is not None and nuts_sampler != "pymc":
         raise ValueError(f"step= needs nuts_sampler='pymc', got nuts_sampler={nuts_sampler!r}")
+    if module is not None and importlib.util.find_spec(module) is None:
+        raise ImportError(
+            f"nuts_sampler={nuts_sampler!r} needs the {module!r} package, which is not "
+            "installed; install the optional extra (pip install 'bayes_rvm[samplers]') or use "
+            "nuts_sampler='pymc'"
+        )
     _check_sample_kwargs(sample_kwargs)
     fitted = _fitted_model(model, spec)
     Phi_new = _check_new_design(spec.design, fitted.Phi.shape[1], X_new, Phi_new)
