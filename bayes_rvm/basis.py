@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import combinations_with_replacement
 
 import numpy as np
 
-from bayes_rvm._validation import check_design
+from bayes_rvm._validation import check_design, real_values
 from bayes_rvm.kernels import Kernel
 
 __all__ = [
@@ -123,6 +123,11 @@ class ExtraColumns:
     def __init__(self, terms: Sequence = ()):
         if isinstance(terms, str):
             terms = [terms]
+        if isinstance(terms, Mapping) or not isinstance(terms, Iterable):
+            raise TypeError(
+                "extra_columns must be a sequence of 'linear', 'quadratic' or (name, function) "
+                f"pairs; got {terms!r} ({type(terms).__name__})"
+            )
         for term in terms:
             if isinstance(term, str):
                 if term not in ("linear", "quadratic"):
@@ -158,7 +163,13 @@ class ExtraColumns:
                 names += [f"x{k + 1}*x{l + 1}" for k, l in pairs]
             else:
                 name, function = term
-                values = np.asarray(function(X), dtype=np.float64).reshape(X.shape[0], -1)
+                values = real_values(function(X), f"extra column {name!r}")
+                if values.ndim not in (1, 2) or values.shape[0] != X.shape[0]:
+                    raise ValueError(
+                        f"extra column {name!r} must return shape ({X.shape[0]},) or "
+                        f"({X.shape[0]}, p), one row per input; got shape {values.shape}"
+                    )
+                values = values.reshape(X.shape[0], -1)
                 if not np.all(np.isfinite(values)):
                     raise ValueError(f"extra column {name!r} returned NaN or infinite values")
                 blocks.append(values)
@@ -167,6 +178,13 @@ class ExtraColumns:
                     if values.shape[1] == 1
                     else [f"{name}[{j}]" for j in range(values.shape[1])]
                 )
+        taken = {name for name in names if names.count(name) > 1} | ({"bias"} & set(names))
+        if taken:
+            raise ValueError(
+                f"extra column names must be unique and differ from 'bias'; {sorted(taken)} "
+                "would name two basis functions (note that 'linear' names the inputs "
+                "'x1', 'x2', ...)"
+            )
         if not blocks:
             return np.empty((X.shape[0], 0)), []
         return np.column_stack(blocks), names
@@ -312,10 +330,19 @@ class KernelBasis(Basis):
 
 
 def _kernel_values(kernel, X: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    K = np.asarray(kernel(X, centres), dtype=np.float64)
+    """``k(X, centres)``, checked: the one place every kernel column is evaluated."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = real_values(kernel(X, centres), f"kernel {kernel!r}")
     if K.shape != (X.shape[0], centres.shape[0]):
         raise ValueError(
             f"kernel returned shape {K.shape}, expected {(X.shape[0], centres.shape[0])}"
+        )
+    if not np.all(np.isfinite(K)):
+        largest = max(float(np.max(np.abs(X), initial=0.0)), float(np.max(np.abs(centres))))
+        raise ValueError(
+            f"kernel {kernel!r} overflowed: its values at the inputs are not finite "
+            f"(largest |x| is {largest:.3g}); rescale X (e.g. StandardScaler) or choose "
+            "smaller kernel parameters"
         )
     return K
 

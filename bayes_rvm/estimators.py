@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from bayes_rvm._validation import (
     check_bool,
     check_class_labels,
+    check_no_missing_labels,
     check_noise_var,
     check_nonnegative,
     check_positive_int,
@@ -48,6 +49,10 @@ def _check_verbose(value, name: str):
 
 def _check_extra_columns(value, name: str) -> ExtraColumns:
     return ExtraColumns(value)
+
+
+#: Kernel names that take ``gamma``.
+_SCALED_KERNELS = ("rbf", "laplacian", "poly")
 
 
 class _BaseRVM(BaseEstimator):
@@ -91,9 +96,23 @@ class _BaseRVM(BaseEstimator):
         return self
 
     def _resolve_gamma(self, X: np.ndarray):
+        if isinstance(self.kernel, str) and self.kernel not in _SCALED_KERNELS:
+            return 1.0  # the kernel has no gamma
         if isinstance(self.gamma, str) and self.gamma == "scale":
-            spread = float(X.var())
-            return 1.0 / (X.shape[1] * spread) if spread > 0 else 1.0
+            # X.var() computed on X / max|X| so that it cannot overflow
+            largest = float(np.max(np.abs(X)))
+            if largest == 0:
+                return 1.0
+            spread = float((X / largest).var())
+            with np.errstate(over="ignore", divide="ignore"):
+                gamma = 1.0 / (X.shape[1] * spread) / largest / largest if spread > 0 else 1.0
+            if not (np.isfinite(gamma) and gamma > 0):
+                raise ValueError(
+                    "gamma='scale' is 1 / (n_features * X.var()), which is outside the float "
+                    f"range for these inputs (largest |x| = {largest:.3g}); rescale X (e.g. "
+                    "StandardScaler) or pass a number"
+                )
+            return gamma
         if isinstance(self.gamma, str):  # "auto", checked by the parameter constraints
             return 1.0 / X.shape[1]
         return self.gamma
@@ -606,6 +625,7 @@ or callable, default="rbf"
 
     def _fit(self, X, y) -> None:
         validate_parameters(self)
+        check_no_missing_labels(y)
         X, y = validate_data(self, X, y, dtype=np.float64)
         self.classes_, codes = check_class_labels(y)
         self._check_n_samples(X)

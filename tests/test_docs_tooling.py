@@ -42,10 +42,14 @@ def test_a_sound_site_passes(site):
     [
         ('<a href="../missing/">x</a>', "broken link ../missing/"),
         ('<a href="../guide/#nope">x</a>', "no anchor #nope in guide/index.html"),
-        ('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-svg.js"></script>',
-         "loads https://cdn.jsdelivr.net"),
-        ('<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">',
-         "names the CDN host fonts.googleapis.com"),
+        (
+            '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-svg.js"></script>',
+            "loads https://cdn.jsdelivr.net",
+        ),
+        (
+            '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">',
+            "names the CDN host fonts.googleapis.com",
+        ),
     ],
 )
 def test_each_problem_is_reported(site, body, expected):
@@ -75,8 +79,7 @@ def test_sphinx_roles_become_cross_references(tmp_path):
         encoding="utf-8",
     )
     extension = _load("griffe_bayes_rvm").SphinxRoles()
-    pkg = griffe.load("pkg", search_paths=[tmp_path],
-                      extensions=griffe.load_extensions(extension))
+    pkg = griffe.load("pkg", search_paths=[tmp_path], extensions=griffe.load_extensions(extension))
     text = pkg.docstring.value
     assert "[`fit`][pkg.core.fit]" in text
     assert "[`Model`][pkg.core.Model]" in text
