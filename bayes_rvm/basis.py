@@ -475,6 +475,37 @@ class FittedBasis:
         return full
 
 
+class ScaledBasis(Basis):
+    """The columns of another basis divided by positive numbers, ``Phi D^-1``.
+
+    Evaluated through the wrapped basis (a kernel basis stays lazy). :func:`bayes_rvm.fit_type2`
+    fits on unit-norm columns so that the solvers' thresholds are relative to the data.
+    """
+
+    def __init__(self, basis: Basis, scales: np.ndarray):
+        self.basis = basis
+        self.scales = np.asarray(scales, dtype=np.float64)
+        self.n_rows, self.n_columns = basis.shape
+
+    def columns(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.intp)
+        return self.basis.columns(idx) / self.scales[idx]
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        products = self.basis.transpose_dot(V)
+        return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
+
+    def sq_norms(self) -> np.ndarray:
+        return self.basis.sq_norms() / self.scales**2
+
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        products, norms = self.basis.transpose_dot_with_norms(V, weights)
+        shape = (-1,) + (1,) * (products.ndim - 1)
+        return products / self.scales.reshape(shape), norms / self.scales**2
+
+
 def as_basis(Phi) -> Basis:
     """A :class:`Basis` as it is, or an array wrapped in :class:`DenseBasis`."""
     return Phi if isinstance(Phi, Basis) else DenseBasis(Phi)

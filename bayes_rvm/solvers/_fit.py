@@ -3,8 +3,10 @@ default-solver rule."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -16,7 +18,7 @@ from bayes_rvm._validation import (
     check_target,
     lookup,
 )
-from bayes_rvm.basis import Basis, as_basis
+from bayes_rvm.basis import Basis, ScaledBasis, as_basis
 from bayes_rvm.evidence import Prior
 from bayes_rvm.likelihoods import get_likelihood
 from bayes_rvm.solvers import em, mackay, sequential
@@ -49,6 +51,113 @@ def default_solver(solver: str | None, likelihood: str, a: float = 0.0, b: float
         return solver
     sequential_fits = "sequential" in get_likelihood(likelihood).solvers
     return "sequential" if sequential_fits and a == 0 and b == 0 else "mackay"
+
+
+def _robust_norm(values: np.ndarray) -> float:
+    """``sqrt(mean(values^2))``, computed on ``values / max|values|`` so that it cannot
+    overflow or underflow; 0 for a zero vector."""
+    largest = float(np.max(np.abs(values), initial=0.0))
+    if largest == 0:
+        return 0.0
+    return largest * float(np.sqrt(np.mean((values / largest) ** 2)))
+
+
+@dataclass(frozen=True)
+class _Scaling:
+    """The units :func:`fit_type2` solves in: targets of unit root mean square and columns
+    of unit norm, so that no solver threshold (pruning at a large ``alpha``, noise floors,
+    squares of the targets) depends on the units of the data.
+
+    With ``t = s t~`` and ``phi_j = c_j phi~_j`` the model is the same with
+    ``w~_j = c_j w_j / s``, ``alpha~_j = alpha_j s^2 / c_j^2`` and ``beta~ = beta s^2``;
+    ``alpha ~ Gamma(a, b)`` becomes ``Gamma(a, b c^2 / s^2)``, which is one prior only
+    when every ``c_j`` is the same or ``b = 0``: a proper prior on ``alpha`` gets one
+    common column scale. The evidence of ``t`` is that of ``t~`` divided by ``s^N`` (the
+    Jacobian), and the Gamma terms on the log scale (eq. 35) are unchanged, except the
+    improper ``alpha^a`` (``b = 0``) and ``beta^c`` (``d = 0``), shifted by
+    ``a log(alpha~ / alpha)`` and ``c log(beta~ / beta)``.
+    """
+
+    target: float
+    columns: np.ndarray
+    prior: Prior
+    original: Prior
+
+    @classmethod
+    def of(cls, basis: Basis, t: np.ndarray | None, prior: Prior) -> _Scaling:
+        """The scaling for ``basis`` and the regression targets ``t`` (``None``:
+        classification, whose targets have no units)."""
+        target = np.float64(1.0 if t is None else (_robust_norm(t) or 1.0))
+        with np.errstate(over="ignore", under="ignore"):
+            norms = np.sqrt(basis.sq_norms())
+        # squares that underflowed: from the columns themselves (zero columns stay 0)
+        tiny = np.flatnonzero(norms < np.sqrt(np.finfo(float).tiny))
+        for j, column in zip(tiny, basis.columns(tiny).T, strict=True):
+            norms[j] = _robust_norm(column) * np.sqrt(basis.n_rows)
+        if not np.all(np.isfinite(norms)):
+            raise ValueError(
+                "the design matrix has columns whose squared norm exceeds the float range "
+                f"(> {np.finfo(float).max:.3g}); rescale the inputs or the basis functions"
+            )
+        norms = np.where(norms > 0, norms, 1.0)
+        if prior.b > 0:  # one column scale: Gamma(a, b) must stay one prior
+            norms = np.full_like(norms, float(np.max(norms)))
+        with np.errstate(over="ignore", under="ignore"):
+            b = prior.b * (norms[0] / target) ** 2 if prior.b > 0 else 0.0
+            d = prior.d / target**2 if prior.d > 0 else 0.0
+        if not (np.isfinite(b) and np.isfinite(d)):
+            raise ValueError(
+                f"the hyperprior rates b={prior.b}, d={prior.d} are outside the float range "
+                f"in units of the targets' scale {target:.3g}; rescale y"
+            )
+        return cls(target, norms, dataclasses.replace(prior, b=b, d=d), prior)
+
+    def noise_var(self, noise_var: float) -> float:
+        """A noise variance in the scaled units."""
+        with np.errstate(over="ignore", under="ignore"):
+            scaled = noise_var / self.target**2
+        self._check_range(np.array([scaled]))
+        return scaled
+
+    def _check_range(self, *arrays: np.ndarray) -> None:
+        """Raise if a precision or factor fell outside the float range when unscaled."""
+        if all(np.all(np.isfinite(x) & (x > 0)) for x in arrays):
+            return
+        raise ValueError(
+            "the fit is outside the float range in the units of the data: with targets of "
+            f"scale {self.target:.3g} and basis columns of norm {self.columns.min():.3g} .. "
+            f"{self.columns.max():.3g}, the weight or noise precisions exceed "
+            f"{np.finfo(float).tiny:.3g} .. {np.finfo(float).max:.3g}; rescale y or X "
+            "(the type-II fit is invariant to the scale of both)"
+        )
+
+    def undo(self, result: Type2Result, n_rows: int) -> Type2Result:
+        """``result`` (fitted in the scaled units) in the units of the data."""
+        s, c = self.target, self.columns[result.active]
+        K = 1 if result.mu.ndim == 1 else result.mu.shape[1]
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):
+            ratio = c / s
+            alpha = result.alpha * ratio * ratio
+            mu = result.mu / (ratio if K == 1 else ratio[:, None])
+            factor = result.precision_chol * np.repeat(ratio, K)[:, None]
+            beta = None if result.beta is None else result.beta / s / s
+        self._check_range(alpha, np.diag(factor), np.array([beta or 1.0]))
+        # the Jacobian of t = s t~ and the improper Gamma terms (see the class notes)
+        shift = -n_rows * np.log(s)
+        if self.original.b == 0:
+            shift += self.original.a * 2.0 * float(np.sum(np.log(c) - np.log(s)))
+        if self.original.d == 0 and beta is not None and not result.noise_fixed:
+            shift -= self.original.c * 2.0 * np.log(s)
+        return dataclasses.replace(
+            result,
+            alpha=alpha,
+            mu=mu,
+            precision_chol=factor,
+            beta=beta,
+            log_evidence=result.log_evidence + shift,
+            log_evidence_path=result.log_evidence_path + shift,
+            prior=self.original,
+        )
 
 
 def fit_type2(
@@ -117,6 +226,16 @@ def fit_type2(
     -------
     Type2Result
 
+    Raises
+    ------
+    ValueError
+        When the fit cannot be represented in the units of the data: the solvers work on
+        targets of unit root mean square and unit-norm columns (so that the fit is
+        invariant to the scale of both, Sec. 2.1), and the precisions ``alpha`` and
+        ``beta`` in the data's units must lie within the float range (about
+        ``1e-308 .. 1e308``; regression targets of scale ``1e-150 .. 1e154`` with columns
+        of norm ~1 are fine).
+
     Warns
     -----
     ConvergenceWarning
@@ -152,17 +271,19 @@ def fit_type2(
         )
     max_iter = check_positive_int(default_max_iter if max_iter is None else max_iter, "max_iter")
     tol = check_positive_real(tol, "tol")
+    scaling = _Scaling.of(basis, t if link is None else None, prior)
     result = fit_function(
-        basis,
-        t,
-        prior=prior,
-        noise_var=noise_var,
+        ScaledBasis(basis, scaling.columns),
+        t / scaling.target,
+        prior=scaling.prior,
+        noise_var=None if noise_var is None else scaling.noise_var(noise_var),
         max_iter=max_iter,
         tol=tol,
         verbose=verbose,
         # only the classification solvers take a likelihood (checked above)
         **({} if link is None else {"link": link}),
     )
+    result = scaling.undo(result, basis.n_rows)
     if not result.converged:
         warnings.warn(
             f"solver {solver!r} reached max_iter={max_iter} before converging (tol={tol}); "
