@@ -82,6 +82,9 @@ class Type2Result:
     prior : Prior
     noise_fixed : bool
         Whether ``beta`` was given rather than learned.
+    stalled : bool
+        The run stopped before converging because the log evidence no longer increased
+        (EM: a gain below ``tol`` nats over its last 100 iterations).
     """
 
     likelihood: str
@@ -99,6 +102,7 @@ class Type2Result:
     readd_gain: np.ndarray
     prior: Prior = field(default_factory=Prior)
     noise_fixed: bool = False
+    stalled: bool = False
 
     def __post_init__(self):
         for name in ("active", "alpha", "mu", "precision_chol", "log_evidence_path", "readd_gain"):

@@ -284,7 +284,16 @@ def fit_type2(
         **({} if link is None else {"link": link}),
     )
     result = scaling.undo(result, basis.n_rows)
-    if not result.converged:
+    if result.stalled:
+        warnings.warn(
+            f"solver {solver!r} stopped after {result.n_iter} iterations without converging "
+            f"(tol={tol}): the log evidence gained less than tol nats over the last 100 "
+            "iterations, as EM's steps shrink near the optimum; the result is the last "
+            "iterate. Use solver='mackay' or 'sequential' to converge, or a larger tol",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    elif not result.converged:
         warnings.warn(
             f"solver {solver!r} reached max_iter={max_iter} before converging (tol={tol}); "
             "the result is the last iterate",
