@@ -11,6 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from bayes_rvm import RVR, solvers
+from bayes_rvm.solvers import InterpolationWarning
 
 
 def test_em_stops_when_the_evidence_stalls(monkeypatch):
@@ -28,3 +29,15 @@ def test_em_stops_when_the_evidence_stalls(monkeypatch):
     assert full.result_.converged and full.n_iter_ > 15_000
     assert em.log_evidence_ == pytest.approx(full.log_evidence_, abs=1e-5)
     np.testing.assert_allclose(em.predict(X), full.predict(X), atol=1e-3 * np.std(y))
+
+
+def test_interpolating_fit_warns_and_says_what_to_do():
+    """Standardised diabetes with gamma=1: the evidence drives the noise to ~0 and keeps
+    every point (noise sd 2e-4 on targets of sd 77)."""
+    X, y = load_diabetes(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    with pytest.warns(InterpolationWarning, match=r"interpolates.*smaller gamma.*noise_var"):
+        model = RVR(gamma=1.0, solver="sequential").fit(X, y)
+    assert model.result_.gamma.sum() > 0.9 * y.size
+    # a fixed noise is the user's choice: no warning
+    RVR(gamma=1.0, solver="sequential", noise_var=1.0).fit(X, y)

@@ -14,12 +14,14 @@ from bayes_rvm.posterior import predictive
 
 __all__ = [
     "EmptyModelWarning",
+    "InterpolationWarning",
     "Prior",
     "Type2Result",
     "initial_alpha",
     "initial_noise_var",
     "noise_var_floor",
     "warn_empty_model",
+    "warn_if_interpolating",
 ]
 
 
@@ -34,6 +36,35 @@ def warn_empty_model(stacklevel: int = 2) -> None:
         "the fit predicts 0 (with the learned noise in regression, probability 1/K in "
         "classification)",
         EmptyModelWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+class InterpolationWarning(UserWarning):
+    """The learned noise went to ~0 with about as many effective weights as data points:
+    the model interpolates the training targets and its error bars are meaningless."""
+
+
+#: Share of the ``N`` degrees of freedom (``sum gamma_i``) above which a regression fit
+#: with learned noise is reported as interpolating.
+INTERPOLATION_SHARE = 0.9
+
+
+def warn_if_interpolating(result: Type2Result, n_rows: int, stacklevel: int = 2) -> None:
+    """Warn when a regression fit with learned noise spends more than
+    :data:`INTERPOLATION_SHARE` of the ``N`` degrees of freedom on its weights."""
+    if result.beta is None or result.noise_fixed or result.active.size == 0:
+        return
+    spent = float(np.sum(result.gamma))
+    if spent <= INTERPOLATION_SHARE * n_rows:
+        return
+    warnings.warn(
+        f"the model interpolates the training data: its {result.active.size} basis functions "
+        f"spend {spent:.1f} of the {n_rows} degrees of freedom (sum of gamma_i) and the "
+        f"learned noise standard deviation is {result.noise_var**0.5:.3g}, so predictive "
+        "intervals are far too narrow. Use a wider kernel (smaller gamma), fix noise_var, "
+        "or put a prior on the noise (c, d > 0)",
+        InterpolationWarning,
         stacklevel=stacklevel + 1,
     )
 

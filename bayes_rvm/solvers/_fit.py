@@ -22,7 +22,7 @@ from bayes_rvm.basis import Basis, ScaledBasis, as_basis
 from bayes_rvm.evidence import Prior
 from bayes_rvm.likelihoods import get_likelihood
 from bayes_rvm.solvers import em, mackay, sequential
-from bayes_rvm.solvers._base import Type2Result, warn_empty_model
+from bayes_rvm.solvers._base import Type2Result, warn_empty_model, warn_if_interpolating
 
 __all__ = ["SOLVERS", "SOLVER_CHOICES", "default_solver", "fit_type2"]
 
@@ -302,4 +302,5 @@ def fit_type2(
         )
     if result.active.size == 0:
         warn_empty_model(stacklevel=2)
+    warn_if_interpolating(result, basis.n_rows, stacklevel=2)
     return result

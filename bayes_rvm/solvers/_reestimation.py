@@ -157,7 +157,6 @@ class Rules:
     stall_window: int = 0
 
 
-
 class GaussianStep:
     """Closed-form Gaussian posterior (Tipping 2001, eq. 12-13) and the exact evidence."""
 
@@ -345,10 +344,9 @@ def reestimate(
     for iteration in range(1, max_iter + 1):
         path.append(state.log_evidence)
         window = rules.stall_window
-        if window and iteration - last_prune > window:
-            if path[-1] - path[-1 - window] < tol:
-                stalled = True
-                break
+        if window and iteration - last_prune > window and path[-1] - path[-1 - window] < tol:
+            stalled = True
+            break
         gradient = state.gradient(prior, n, learn_noise, beta_max)
         if verbose and (iteration % 50 == 0 or iteration == 1):
             print(
