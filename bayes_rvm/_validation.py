@@ -26,6 +26,7 @@ __all__ = [
     "check_positive_int",
     "check_positive_real",
     "check_real",
+    "check_sample_weight",
     "check_target",
     "lookup",
     "none_or",
@@ -87,6 +88,25 @@ def check_target(t, n_rows: int, name: str = "t") -> np.ndarray:
     if not np.all(np.isfinite(t)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return t
+
+
+def check_sample_weight(sample_weight, n_rows: int) -> np.ndarray | None:
+    """``None``, or finite weights ``>= 0`` (one per row, not all 0) as float64; a scalar
+    applies to every row."""
+    if sample_weight is None:
+        return None
+    weights = _as_float_array(sample_weight, "sample_weight")
+    if weights.ndim == 0:
+        weights = np.full(n_rows, float(weights))
+    if weights.shape != (n_rows,):
+        raise ValueError(
+            f"expected sample_weight of shape ({n_rows},) (one per row), got {weights.shape}"
+        )
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("sample_weight must be finite and >= 0")
+    if not np.any(weights > 0):
+        raise ValueError("sample_weight must not be all zero: no sample would be fitted")
+    return weights
 
 
 def lookup(table, name, what: str):

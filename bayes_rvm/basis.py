@@ -506,6 +506,39 @@ class ScaledBasis(Basis):
         return products / self.scales.reshape(shape), norms / self.scales**2
 
 
+class RowWeightedBasis(Basis):
+    """The rows of another basis multiplied by ``sqrt(w_n)``, ``W^(1/2) Phi``.
+
+    A Gaussian likelihood with per-row noise precision ``beta w_n`` is the plain one on
+    ``W^(1/2) Phi`` and ``W^(1/2) t`` (:func:`bayes_rvm.fit_type2` with ``sample_weight``).
+    """
+
+    def __init__(self, basis: Basis, weights: np.ndarray):
+        self.basis = basis
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.root = np.sqrt(self.weights)
+        self.n_rows, self.n_columns = basis.shape
+
+    def _rows(self, V: np.ndarray) -> np.ndarray:
+        V = np.asarray(V, dtype=np.float64)
+        return V * self.root.reshape((-1,) + (1,) * (V.ndim - 1))
+
+    def columns(self, idx) -> np.ndarray:
+        return self._rows(self.basis.columns(idx))
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        return self.basis.transpose_dot(self._rows(V))
+
+    def sq_norms(self) -> np.ndarray:
+        return self.basis.transpose_dot_with_norms(np.zeros(self.n_rows), self.weights)[1]
+
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        combined = self.weights if weights is None else self.weights * weights
+        return self.basis.transpose_dot_with_norms(self._rows(V), combined)
+
+
 def as_basis(Phi) -> Basis:
     """A :class:`Basis` as it is, or an array wrapped in :class:`DenseBasis`."""
     return Phi if isinstance(Phi, Basis) else DenseBasis(Phi)

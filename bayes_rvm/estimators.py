@@ -22,6 +22,7 @@ from bayes_rvm._validation import (
     check_positive_int,
     check_positive_real,
     check_real,
+    check_sample_weight,
     check_target,
     none_or,
     one_of,
@@ -76,7 +77,7 @@ class _BaseRVM(BaseEstimator):
         "verbose": _check_verbose,
     }
 
-    def _fit_atomic(self, X, y):
+    def _fit_atomic(self, X, y, **fit_params):
         """Fit a fresh copy (:func:`sklearn.base.clone`), then take over its fitted state.
 
         The subclass's ``_fit(X, y)`` validates and fits, setting the fitted attributes
@@ -89,7 +90,7 @@ class _BaseRVM(BaseEstimator):
         estimator around a fit (private names) are left alone.
         """
         fitted = clone(self)
-        fitted._fit(X, y)
+        fitted._fit(X, y, **fit_params)
         for name in [name for name in vars(self) if _is_fitted_attribute(name)]:
             delattr(self, name)
         vars(self).update({k: v for k, v in vars(fitted).items() if _is_fitted_attribute(k)})
@@ -140,13 +141,19 @@ class _BaseRVM(BaseEstimator):
         kernel = get_kernel(self.kernel, self._resolve_gamma(X), self.degree, self.coef0)
         return KernelBasis(X, kernel, bias=self.bias, extra=self.extra_columns or ())
 
-    def _fit_type2(self, X: np.ndarray, y: np.ndarray, likelihood: str) -> None:
+    def _fit_type2(
+        self, X: np.ndarray, y: np.ndarray, likelihood: str, sample_weight=None
+    ) -> None:
         """The solver's fit, with the input scales learned when ``optimize_scales``; stores
         the fitted attributes."""
         basis = self._build_basis(X)
         options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
             options.update(c=self.c, d=self.d, noise_var=self.noise_var)
+        if sample_weight is not None:
+            if self.optimize_scales:
+                raise ValueError("sample_weight is not supported with optimize_scales=True")
+            options.update(sample_weight=sample_weight)
         solver = default_solver(self.solver, likelihood, self.a, self.b)
         self.scales_ = None
         if not self.optimize_scales:
@@ -376,7 +383,7 @@ or callable, default="rbf"
         self.extra_columns = extra_columns
         self.verbose = verbose
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the hyperparameters by type-II maximum likelihood; returns ``self``.
 
         Parameters
@@ -389,6 +396,11 @@ or callable, default="rbf"
             computed in float64 (float32 inputs are upcast; predictions are float64).
         y : array-like of shape (n_samples,)
             Real targets.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights: sample ``n`` has noise precision ``beta w_n``, and the
+            noise is learned from ``sum(w)`` observations, so a weight of 2 fits exactly as
+            the sample repeated twice (and a weight of 0 as the sample left out). Not with
+            ``optimize_scales``.
 
         Raises
         ------
@@ -406,7 +418,7 @@ or callable, default="rbf"
             When every basis function is pruned (e.g. a target that is 0 everywhere):
             the model then predicts 0 with the learned noise as its standard deviation.
         """
-        return self._fit_atomic(X, y)
+        return self._fit_atomic(X, y, sample_weight=sample_weight)
 
     _parameter_constraints = _BaseRVM._parameter_constraints | {
         "c": check_nonnegative,
@@ -414,12 +426,13 @@ or callable, default="rbf"
         "noise_var": check_noise_var,
     }
 
-    def _fit(self, X, y) -> None:
+    def _fit(self, X, y, sample_weight=None) -> None:
         validate_parameters(self)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         y = check_target(y, X.shape[0], "y")
         self._check_n_samples(X)
-        self._fit_type2(X, y, "gaussian")
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        self._fit_type2(X, y, "gaussian", sample_weight)
         self.noise_var_ = self.result_.noise_var
 
     def predict(self, X, return_std: bool = False):
@@ -625,7 +638,8 @@ or callable, default="rbf"
 
     def _fit(self, X, y) -> None:
         validate_parameters(self)
-        check_no_missing_labels(y)
+        if y is not None:  # None: validate_data says that y is required
+            check_no_missing_labels(y)
         X, y = validate_data(self, X, y, dtype=np.float64)
         self.classes_, codes = check_class_labels(y)
         self._check_n_samples(X)

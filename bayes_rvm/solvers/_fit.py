@@ -15,11 +15,12 @@ from bayes_rvm._validation import (
     check_noise_var,
     check_positive_int,
     check_positive_real,
+    check_sample_weight,
     check_target,
     lookup,
 )
-from bayes_rvm.basis import Basis, ScaledBasis, as_basis
-from bayes_rvm.evidence import Prior
+from bayes_rvm.basis import Basis, RowWeightedBasis, ScaledBasis, as_basis
+from bayes_rvm.evidence import LOG_2PI, Prior
 from bayes_rvm.likelihoods import get_likelihood
 from bayes_rvm.solvers import em, mackay, sequential
 from bayes_rvm.solvers._base import Type2Result, warn_empty_model, warn_if_interpolating
@@ -131,8 +132,12 @@ class _Scaling:
             "(the type-II fit is invariant to the scale of both)"
         )
 
-    def undo(self, result: Type2Result, n_rows: int) -> Type2Result:
-        """``result`` (fitted in the scaled units) in the units of the data."""
+    def undo(
+        self, result: Type2Result, solver_prior: Prior, n_rows: int, weight_total: float
+    ) -> Type2Result:
+        """``result`` (fitted in the scaled units under ``solver_prior``) in the units of
+        the data. Its evidence is that of the ``weight_total`` rows that the ``n_rows``
+        weighted rows stand for (a row of weight 2 counts as two equal rows)."""
         s, c = self.target, self.columns[result.active]
         K = 1 if result.mu.ndim == 1 else result.mu.shape[1]
         with np.errstate(over="ignore", under="ignore", divide="ignore"):
@@ -142,12 +147,15 @@ class _Scaling:
             factor = result.precision_chol * np.repeat(ratio, K)[:, None]
             beta = None if result.beta is None else result.beta / s / s
         self._check_range(alpha, np.diag(factor), np.array([beta or 1.0]))
-        # the Jacobian of t = s t~ and the improper Gamma terms (see the class notes)
-        shift = -n_rows * np.log(s)
-        if self.original.b == 0:
-            shift += self.original.a * 2.0 * float(np.sum(np.log(c) - np.log(s)))
-        if self.original.d == 0 and beta is not None and not result.noise_fixed:
-            shift -= self.original.c * 2.0 * np.log(s)
+        # eq. 36 without the hyperprior, in the scaled units; the Jacobian of t = s t~
+        learned = None if result.beta is None or result.noise_fixed else result.beta
+        gaussian = result.log_evidence - solver_prior.log_density(result.alpha, learned)
+        gaussian -= n_rows * np.log(s)
+        if beta is not None:
+            # w_n - 1 copies of row n add (beta / 2 pi)^((w_n - 1) / 2) each
+            gaussian += 0.5 * (weight_total - n_rows) * (np.log(beta) - LOG_2PI)
+        learned = None if beta is None or result.noise_fixed else beta
+        shift = gaussian + self.original.log_density(alpha, learned) - result.log_evidence
         return dataclasses.replace(
             result,
             alpha=alpha,
@@ -174,6 +182,7 @@ def fit_type2(
     max_iter: int | None = None,
     tol: float = 1e-6,
     verbose: bool = False,
+    sample_weight=None,
 ) -> Type2Result:
     """Type-II maximum likelihood ("evidence") fit of the sparse Bayesian model.
 
@@ -221,6 +230,10 @@ def fit_type2(
         single add / re-estimate / delete step and of the noise update.
     verbose : bool
         Print progress.
+    sample_weight : array of shape (N,), optional
+        Non-negative weights (gaussian likelihood): row ``n`` has noise precision
+        ``beta w_n``, and the noise is learned as if there were ``sum(w)`` rows, so that a
+        weight of 2 gives the fit (and the evidence) of the row repeated twice.
 
     Returns
     -------
@@ -271,11 +284,23 @@ def fit_type2(
         )
     max_iter = check_positive_int(default_max_iter if max_iter is None else max_iter, "max_iter")
     tol = check_positive_real(tol, "tol")
-    scaling = _Scaling.of(basis, t if link is None else None, prior)
+    weights = check_sample_weight(sample_weight, basis.n_rows)
+    fitted_basis, fitted_t, solver_prior = basis, t, prior
+    if weights is not None:
+        if link is not None:
+            raise ValueError("sample_weight is supported for the gaussian likelihood only")
+        # noise precision beta w_n: the plain model on W^(1/2) Phi, W^(1/2) t, with the
+        # noise updates counting sum(w) rows (eq. 46, 50: N + 2c)
+        fitted_basis, fitted_t = RowWeightedBasis(basis, weights), np.sqrt(weights) * t
+    scaling = _Scaling.of(fitted_basis, fitted_t if link is None else None, prior)
+    weight_total = basis.n_rows if weights is None else float(np.sum(weights))
+    solver_prior = scaling.prior.with_noise_shape(
+        scaling.prior.c + 0.5 * (weight_total - basis.n_rows)
+    )
     result = fit_function(
-        ScaledBasis(basis, scaling.columns),
-        t / scaling.target,
-        prior=scaling.prior,
+        ScaledBasis(fitted_basis, scaling.columns),
+        fitted_t / scaling.target,
+        prior=solver_prior,
         noise_var=None if noise_var is None else scaling.noise_var(noise_var),
         max_iter=max_iter,
         tol=tol,
@@ -283,7 +308,7 @@ def fit_type2(
         # only the classification solvers take a likelihood (checked above)
         **({} if link is None else {"link": link}),
     )
-    result = scaling.undo(result, basis.n_rows)
+    result = scaling.undo(result, solver_prior, basis.n_rows, weight_total)
     if result.stalled:
         warnings.warn(
             f"solver {solver!r} stopped after {result.n_iter} iterations without converging "
