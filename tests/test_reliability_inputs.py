@@ -121,3 +121,11 @@ def test_missing_labels_are_named(data):
 def test_make_sinc_needs_a_finite_width():
     with pytest.raises(ValueError, match="finite width"):
         make_sinc(10, x_range=(-1e308, 1e308))
+
+
+def test_softmax_beyond_its_size_refuses_and_points_to_ovr():
+    """50 classes on 100 points: 5050 softmax weights, a 204 MB Hessian per Newton step."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(100, 2)), np.arange(100) % 50
+    with pytest.raises(ValueError, match=r"101 basis functions x 50 classes = 5050.*'ovr'"):
+        RVC(multi_class="multinomial").fit(X, y)
