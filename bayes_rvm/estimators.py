@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -46,6 +47,14 @@ def _check_verbose(value, name: str):
     if isinstance(value, bool | np.bool_):
         return bool(value)
     return check_positive_int(value, name, minimum=0)
+
+
+def _check_n_jobs(value, name: str) -> int:
+    """joblib's ``n_jobs``: a nonzero integer (-1: every core)."""
+    value = check_positive_int(value, name, minimum=-(2**31))
+    if value == 0:
+        raise ValueError(f"{name} must be a nonzero integer (-1 for every core), got 0")
+    return value
 
 
 def _check_extra_columns(value, name: str) -> ExtraColumns:
@@ -513,6 +522,10 @@ or callable, default="rbf"
         Extra basis functions after the kernel columns and the bias (Sec. 4.3), as in
         :class:`RVR`.
     verbose : bool, default=False
+        Print the solvers' progress; with one-vs-rest, also which class is being fitted.
+    n_jobs : int, optional
+        With one-vs-rest, the number of classifiers fitted in parallel (joblib; ``-1``:
+        every core, ``None``: one unless in a ``joblib.parallel_config`` context).
 
     Attributes
     ----------
@@ -583,6 +596,7 @@ or callable, default="rbf"
         optimize_scales=False,
         extra_columns=None,
         verbose=False,
+        n_jobs=None,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -592,6 +606,7 @@ or callable, default="rbf"
         self.solver = solver
         self.a = a
         self.b = b
+        self.n_jobs = n_jobs
         self.multi_class = multi_class
         self.moderated = moderated
         self.max_iter = max_iter
@@ -634,6 +649,7 @@ or callable, default="rbf"
     _parameter_constraints = _BaseRVM._parameter_constraints | {
         "multi_class": one_of(MULTI_CLASS),
         "moderated": check_bool,
+        "n_jobs": none_or(_check_n_jobs),
     }
 
     def _fit(self, X, y) -> None:
@@ -650,9 +666,9 @@ or callable, default="rbf"
                 f"({self.classes_[0]!r})"
             )
         if n_classes > 2 and self.multi_class == "ovr":
-            self.estimators_ = [
-                clone(self).fit(X, (codes == k).astype(np.int64)) for k in range(n_classes)
-            ]
+            self.estimators_ = Parallel(n_jobs=self.n_jobs)(
+                delayed(self._fit_one_vs_rest)(X, codes, k) for k in range(n_classes)
+            )
             self.kernel_ = self.estimators_[0].kernel_
             self.relevance_indices_ = np.unique(
                 np.concatenate([e.relevance_indices_ for e in self.estimators_])
@@ -665,6 +681,16 @@ or callable, default="rbf"
         likelihood = "bernoulli" if n_classes == 2 else "categorical"
         self._fit_type2(X, codes, likelihood)
         self.n_relevance_ = int(self.relevance_indices_.size)
+
+    def _fit_one_vs_rest(self, X: np.ndarray, codes: np.ndarray, k: int) -> RVC:
+        """The binary classifier of class ``k`` against the rest."""
+        if self.verbose:
+            print(
+                f"[RVC] one-vs-rest: fitting class {k + 1} of {self.classes_.size} "
+                f"({self.classes_[k].tolist()!r} against the rest)",
+                flush=True,
+            )
+        return clone(self).set_params(n_jobs=None).fit(X, (codes == k).astype(np.int64))
 
     def _latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latent mean and variance at validated inputs (binary / multinomial fits)."""
