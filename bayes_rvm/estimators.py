@@ -687,7 +687,7 @@ or callable, default="rbf"
         if self.verbose:
             print(
                 f"[RVC] one-vs-rest: fitting class {k + 1} of {self.classes_.size} "
-                f"({self.classes_[k].tolist()!r} against the rest)",
+                f"({np.asarray(self.classes_[k]).tolist()!r} against the rest)",
                 flush=True,
             )
         return clone(self).set_params(n_jobs=None).fit(X, (codes == k).astype(np.int64))
