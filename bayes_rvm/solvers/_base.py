@@ -61,7 +61,7 @@ def warn_if_interpolating(result: Type2Result, n_rows: int, stacklevel: int = 2)
     warnings.warn(
         f"the model interpolates the training data: its {result.active.size} basis functions "
         f"spend {spent:.1f} of the {n_rows} degrees of freedom (sum of gamma_i) and the "
-        f"learned noise standard deviation is {result.noise_var**0.5:.3g}, so predictive "
+        f"learned noise standard deviation is {result.beta**-0.5:.3g}, so predictive "
         "intervals are far too narrow. Use a wider kernel (smaller gamma), fix noise_var, "
         "or put a prior on the noise (c, d > 0)",
         InterpolationWarning,
