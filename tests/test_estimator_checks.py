@@ -29,7 +29,10 @@ sets exactly (tested in test_reliability_warnings.py).
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayes_rvm import RVC, RVR
@@ -87,4 +90,12 @@ def test_estimator_checks_fast(estimator, check):
 @INTERPOLATION_EXPECTED
 @parametrize_with_checks(_cross_product(), expected_failed_checks=_expected_failures)
 def test_estimator_checks_every_solver_and_kernel(estimator, check):
-    check(estimator)
+    if "sample_weight" not in getattr(check, "func", check).__name__:
+        check(estimator)
+        return
+    # The sample-weight checks fit 16 noise-free rows, four copies of each: MacKay's
+    # updates do not reach tol=1e-6 there (with or without weights); the checks are
+    # about the weights' shape and equivalences, which hold for the last iterate.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
