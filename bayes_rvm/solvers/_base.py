@@ -115,7 +115,7 @@ class Type2Result:
         Whether ``beta`` was given rather than learned.
     stalled : bool
         The run stopped before converging because the log evidence no longer increased
-        (EM: a gain below ``tol`` nats over its last 100 iterations).
+        (EM: a gain below ``min(tol, 1e-6)`` nats over its last 100 iterations).
     """
 
     likelihood: str

@@ -323,9 +323,9 @@ def fit_type2(
     if result.stalled:
         warnings.warn(
             f"solver {solver!r} stopped after {result.n_iter} iterations without converging "
-            f"(tol={tol}): the log evidence gained less than tol nats over the last 100 "
-            "iterations, as EM's steps shrink near the optimum; the result is the last "
-            "iterate. Use solver='mackay' or 'sequential' to converge, or a larger tol",
+            f"(tol={tol}): the log evidence gained less than min(tol, 1e-6) nats over the "
+            "last 100 iterations, as EM's steps shrink near the optimum; the result is the "
+            "last iterate. Use solver='mackay' or 'sequential' to converge, or a larger tol",
             ConvergenceWarning,
             stacklevel=2,
         )

@@ -145,9 +145,10 @@ class Rules:
     and ``prune(state, alpha, prior) -> mask of columns to drop``.
 
     ``stall_window``: if > 0, the run also stops (unconverged, ``stalled``) once the log
-    evidence has gained less than ``tol`` nats over that many iterations without a column
-    being pruned: for a solver whose steps shrink geometrically (EM) the gradient test may
-    otherwise take ~1e5 iterations.
+    evidence has gained less than ``min(tol, STALL_GAIN)`` nats over that many iterations
+    without a column being pruned: for a solver whose steps shrink geometrically (EM) the
+    gradient test may otherwise take ~1e5 iterations. (``STALL_GAIN`` keeps a loose ``tol``
+    to the gradient test, which it meets first.)
     """
 
     name: str
@@ -293,6 +294,10 @@ def unbounded_negligible(state: State, alpha: np.ndarray, prior: Prior) -> np.nd
     return state.unbounded(state.gamma < NEGLIGIBLE_GAMMA)
 
 
+#: Largest gain (nats) over ``Rules.stall_window`` iterations that counts as a stall.
+STALL_GAIN = 1e-6
+
+
 def reestimate(
     basis: Basis,
     t: np.ndarray,
@@ -344,7 +349,11 @@ def reestimate(
     for iteration in range(1, max_iter + 1):
         path.append(state.log_evidence)
         window = rules.stall_window
-        if window and iteration - last_prune > window and path[-1] - path[-1 - window] < tol:
+        if (
+            window
+            and iteration - last_prune > window
+            and path[-1] - path[-1 - window] < min(tol, STALL_GAIN)
+        ):
             stalled = True
             break
         gradient = state.gradient(prior, n, learn_noise, beta_max)
