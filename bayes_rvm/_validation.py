@@ -7,6 +7,7 @@ object can follow from bad input.
 
 from __future__ import annotations
 
+import itertools
 import numbers
 from collections.abc import Callable, Mapping
 
@@ -18,16 +19,19 @@ __all__ = [
     "check_bool",
     "check_class_labels",
     "check_design",
+    "check_no_missing_labels",
     "check_noise_var",
     "check_nonnegative",
     "check_open_unit",
     "check_positive_int",
     "check_positive_real",
     "check_real",
+    "check_sample_weight",
     "check_target",
     "lookup",
     "none_or",
     "one_of",
+    "real_values",
     "validate_parameters",
 ]
 
@@ -45,6 +49,15 @@ def _as_float_array(value, name: str) -> np.ndarray:
     if array.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers; got dtype {array.dtype}")
     return array.astype(np.float64, copy=False)
+
+
+def real_values(values, what: str) -> np.ndarray:
+    """What a basis function returned, as float64; complex values are an error (a
+    ``TypeError`` naming ``what``), not silently cast to their real part."""
+    values = np.asarray(values)
+    if np.iscomplexobj(values):
+        raise TypeError(f"{what} returned complex values; basis functions must be real")
+    return values.astype(np.float64, copy=False)
 
 
 def check_design(Phi, name: str = "Phi", *, min_rows: int = 1) -> np.ndarray:
@@ -75,6 +88,25 @@ def check_target(t, n_rows: int, name: str = "t") -> np.ndarray:
     if not np.all(np.isfinite(t)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return t
+
+
+def check_sample_weight(sample_weight, n_rows: int) -> np.ndarray | None:
+    """``None``, or finite weights ``>= 0`` (one per row, not all 0) as float64; a scalar
+    applies to every row."""
+    if sample_weight is None:
+        return None
+    weights = _as_float_array(sample_weight, "sample_weight")
+    if weights.ndim == 0:
+        weights = np.full(n_rows, float(weights))
+    if weights.shape != (n_rows,):
+        raise ValueError(
+            f"expected sample_weight of shape ({n_rows},) (one per row), got {weights.shape}"
+        )
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("sample_weight must be finite and >= 0")
+    if not np.any(weights > 0):
+        raise ValueError("sample_weight must not be all zero: no sample would be fitted")
+    return weights
 
 
 def lookup(table, name, what: str):
@@ -241,9 +273,36 @@ def check_class_labels(y) -> tuple[np.ndarray, np.ndarray]:
         check_classification_targets(y)
     try:
         classes, codes = np.unique(y, return_inverse=True)
+        # np.unique trusts "<": labels it cannot order totally (sets ordered by
+        # inclusion) would be split into spurious classes
+        ordered = all(bool(low < high) for low, high in itertools.pairwise(classes))
     except TypeError as err:
+        ordered, cause = False, err
+    else:
+        cause = None
+    if not ordered:
         raise TypeError(
-            f"class labels must be comparable with each other to be sorted into classes_; "
-            f"got labels of type {type(y[0]).__name__}: {err}"
-        ) from err
+            "class labels must be comparable with each other (totally ordered by '<') to be "
+            f"sorted into classes_; got labels of type {type(y[0]).__name__}"
+            + ("" if cause is None else f": {cause}")
+        ) from cause
     return classes, codes.reshape(-1)
+
+
+def check_no_missing_labels(y) -> None:
+    """Raise ``ValueError`` if the labels ``y`` hold missing values (``None``, ``NaN``,
+    ``pandas.NA``), which name no class."""
+    values = np.asarray(y, dtype=object).reshape(-1)
+
+    def missing(value) -> bool:
+        try:
+            return value is None or bool(value != value)
+        except TypeError:  # pandas.NA: its truth value is undefined
+            return True
+
+    positions = [i for i, value in enumerate(values.tolist()) if missing(value)]
+    if positions:
+        raise ValueError(
+            f"class labels must not be missing; y holds {len(positions)} missing value(s) "
+            f"(None, NaN or NA), first at position {positions[0]}"
+        )

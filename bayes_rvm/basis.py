@@ -17,14 +17,14 @@ from __future__ import annotations
 import copy
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import combinations_with_replacement
 
 import numpy as np
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_random_state
 
-from bayes_rvm._validation import check_design
+from bayes_rvm._validation import check_design, real_values
 from bayes_rvm.kernels import Kernel
 
 __all__ = [
@@ -177,6 +177,11 @@ class ExtraColumns:
     def __init__(self, terms: Sequence = ()):
         if isinstance(terms, str):
             terms = [terms]
+        if isinstance(terms, Mapping) or not isinstance(terms, Iterable):
+            raise TypeError(
+                "extra_columns must be a sequence of 'linear', 'quadratic' or (name, function) "
+                f"pairs; got {terms!r} ({type(terms).__name__})"
+            )
         for term in terms:
             if isinstance(term, str):
                 if term not in ("linear", "quadratic"):
@@ -212,7 +217,13 @@ class ExtraColumns:
                 names += [f"x{k + 1}*x{l + 1}" for k, l in pairs]
             else:
                 name, function = term
-                values = np.asarray(function(X), dtype=np.float64).reshape(X.shape[0], -1)
+                values = real_values(function(X), f"extra column {name!r}")
+                if values.ndim not in (1, 2) or values.shape[0] != X.shape[0]:
+                    raise ValueError(
+                        f"extra column {name!r} must return shape ({X.shape[0]},) or "
+                        f"({X.shape[0]}, p), one row per input; got shape {values.shape}"
+                    )
+                values = values.reshape(X.shape[0], -1)
                 if not np.all(np.isfinite(values)):
                     raise ValueError(f"extra column {name!r} returned NaN or infinite values")
                 blocks.append(values)
@@ -221,6 +232,13 @@ class ExtraColumns:
                     if values.shape[1] == 1
                     else [f"{name}[{j}]" for j in range(values.shape[1])]
                 )
+        taken = {name for name in names if names.count(name) > 1} | ({"bias"} & set(names))
+        if taken:
+            raise ValueError(
+                f"extra column names must be unique and differ from 'bias'; {sorted(taken)} "
+                "would name two basis functions (note that 'linear' names the inputs "
+                "'x1', 'x2', ...)"
+            )
         if not blocks:
             return np.empty((X.shape[0], 0)), []
         return np.column_stack(blocks), names
@@ -371,10 +389,19 @@ class KernelBasis(Basis):
 
 
 def _kernel_values(kernel, X: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    K = np.asarray(kernel(X, centres), dtype=np.float64)
+    """``k(X, centres)``, checked: the one place every kernel column is evaluated."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = real_values(kernel(X, centres), f"kernel {kernel!r}")
     if K.shape != (X.shape[0], centres.shape[0]):
         raise ValueError(
             f"kernel returned shape {K.shape}, expected {(X.shape[0], centres.shape[0])}"
+        )
+    if not np.all(np.isfinite(K)):
+        largest = max(float(np.max(np.abs(X), initial=0.0)), float(np.max(np.abs(centres))))
+        raise ValueError(
+            f"kernel {kernel!r} overflowed: its values at the inputs are not finite "
+            f"(largest |x| is {largest:.3g}); rescale X (e.g. StandardScaler) or choose "
+            "smaller kernel parameters"
         )
     return K
 
@@ -524,6 +551,70 @@ class FittedBasis:
                 f"got {full.n_rows}"
             )
         return full
+
+
+class ScaledBasis(Basis):
+    """The columns of another basis divided by positive numbers, ``Phi D^-1``.
+
+    Evaluated through the wrapped basis (a kernel basis stays lazy). :func:`bayes_rvm.fit_type2`
+    fits on unit-norm columns so that the solvers' thresholds are relative to the data.
+    """
+
+    def __init__(self, basis: Basis, scales: np.ndarray):
+        self.basis = basis
+        self.scales = np.asarray(scales, dtype=np.float64)
+        self.n_rows, self.n_columns = basis.shape
+
+    def columns(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.intp)
+        return self.basis.columns(idx) / self.scales[idx]
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        products = self.basis.transpose_dot(V)
+        return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
+
+    def sq_norms(self) -> np.ndarray:
+        return self.basis.sq_norms() / self.scales**2
+
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        products, norms = self.basis.transpose_dot_with_norms(V, weights)
+        shape = (-1,) + (1,) * (products.ndim - 1)
+        return products / self.scales.reshape(shape), norms / self.scales**2
+
+
+class RowWeightedBasis(Basis):
+    """The rows of another basis multiplied by ``sqrt(w_n)``, ``W^(1/2) Phi``.
+
+    A Gaussian likelihood with per-row noise precision ``beta w_n`` is the plain one on
+    ``W^(1/2) Phi`` and ``W^(1/2) t`` (:func:`bayes_rvm.fit_type2` with ``sample_weight``).
+    """
+
+    def __init__(self, basis: Basis, weights: np.ndarray):
+        self.basis = basis
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.root = np.sqrt(self.weights)
+        self.n_rows, self.n_columns = basis.shape
+
+    def _rows(self, V: np.ndarray) -> np.ndarray:
+        V = np.asarray(V, dtype=np.float64)
+        return V * self.root.reshape((-1,) + (1,) * (V.ndim - 1))
+
+    def columns(self, idx) -> np.ndarray:
+        return self._rows(self.basis.columns(idx))
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        return self.basis.transpose_dot(self._rows(V))
+
+    def sq_norms(self) -> np.ndarray:
+        return self.basis.transpose_dot_with_norms(np.zeros(self.n_rows), self.weights)[1]
+
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        combined = self.weights if weights is None else self.weights * weights
+        return self.basis.transpose_dot_with_norms(self._rows(V), combined)
 
 
 def as_basis(Phi) -> Basis:

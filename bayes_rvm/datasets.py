@@ -144,8 +144,11 @@ def make_sinc(
         low, high = (float(v) for v in x_range)
     except (TypeError, ValueError) as err:
         raise TypeError(f"x_range must be a pair of numbers (low, high); got {x_range!r}") from err
-    if not (np.isfinite(low) and np.isfinite(high) and low < high):
-        raise ValueError(f"x_range must be finite with low < high; got {x_range!r}")
+    if not (np.isfinite(low) and np.isfinite(high) and low < high and np.isfinite(high - low)):
+        raise ValueError(
+            "x_range must be finite with low < high and a finite width high - low; "
+            f"got {x_range!r}"
+        )
     rng = _rng(random_state)
     x = np.linspace(low, high, n) if spacing == "grid" else rng.uniform(low, high, n)
     f = np.sinc(x / np.pi)

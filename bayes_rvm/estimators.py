@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -18,11 +19,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from bayes_rvm._validation import (
     check_bool,
     check_class_labels,
+    check_no_missing_labels,
     check_noise_var,
     check_nonnegative,
     check_positive_int,
     check_positive_real,
     check_real,
+    check_sample_weight,
     check_target,
     lookup,
     none_or,
@@ -50,6 +53,14 @@ def _check_verbose(value, name: str):
     return check_positive_int(value, name, minimum=0)
 
 
+def _check_n_jobs(value, name: str) -> int:
+    """joblib's ``n_jobs``: a nonzero integer (-1: every core)."""
+    value = check_positive_int(value, name, minimum=-(2**31))
+    if value == 0:
+        raise ValueError(f"{name} must be a nonzero integer (-1 for every core), got 0")
+    return value
+
+
 def _check_extra_columns(value, name: str) -> ExtraColumns:
     return ExtraColumns(value)
 
@@ -70,6 +81,10 @@ def _check_centres(value, name: str):
             f"{value!r} ({type(value).__name__})"
         )
     return check_positive_int(value, name)
+
+
+#: Kernel names that take ``gamma``.
+_SCALED_KERNELS = ("rbf", "laplacian", "poly")
 
 
 class _BaseRVM(BaseEstimator):
@@ -95,7 +110,7 @@ class _BaseRVM(BaseEstimator):
         "verbose": _check_verbose,
     }
 
-    def _fit_atomic(self, X, y):
+    def _fit_atomic(self, X, y, **fit_params):
         """Fit a fresh copy (:func:`sklearn.base.clone`), then take over its fitted state.
 
         The subclass's ``_fit(X, y)`` validates and fits, setting the fitted attributes
@@ -108,16 +123,30 @@ class _BaseRVM(BaseEstimator):
         estimator around a fit (private names) are left alone.
         """
         fitted = clone(self)
-        fitted._fit(X, y)
+        fitted._fit(X, y, **fit_params)
         for name in [name for name in vars(self) if _is_fitted_attribute(name)]:
             delattr(self, name)
         vars(self).update({k: v for k, v in vars(fitted).items() if _is_fitted_attribute(k)})
         return self
 
     def _resolve_gamma(self, X: np.ndarray):
+        if isinstance(self.kernel, str) and self.kernel not in _SCALED_KERNELS:
+            return 1.0  # the kernel has no gamma
         if isinstance(self.gamma, str) and self.gamma == "scale":
-            spread = float(X.var())
-            return 1.0 / (X.shape[1] * spread) if spread > 0 else 1.0
+            # X.var() computed on X / max|X| so that it cannot overflow
+            largest = float(np.max(np.abs(X)))
+            if largest == 0:
+                return 1.0
+            spread = float((X / largest).var())
+            with np.errstate(over="ignore", divide="ignore"):
+                gamma = 1.0 / (X.shape[1] * spread) / largest / largest if spread > 0 else 1.0
+            if not (np.isfinite(gamma) and gamma > 0):
+                raise ValueError(
+                    "gamma='scale' is 1 / (n_features * X.var()), which is outside the float "
+                    f"range for these inputs (largest |x| = {largest:.3g}); rescale X (e.g. "
+                    "StandardScaler) or pass a number"
+                )
+            return gamma
         if isinstance(self.gamma, str):  # "auto", checked by the parameter constraints
             return 1.0 / X.shape[1]
         return self.gamma
@@ -182,13 +211,19 @@ class _BaseRVM(BaseEstimator):
             X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or ()
         )
 
-    def _fit_type2(self, X: np.ndarray, y: np.ndarray, likelihood: str) -> None:
+    def _fit_type2(
+        self, X: np.ndarray, y: np.ndarray, likelihood: str, sample_weight=None
+    ) -> None:
         """The solver's fit, with the input scales learned when ``optimize_scales``; stores
         the fitted attributes."""
         basis = self._build_basis(X)
         options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
             options.update(c=self.c, d=self.d, noise_var=self.noise_var)
+        if sample_weight is not None:
+            if self.optimize_scales:
+                raise ValueError("sample_weight is not supported with optimize_scales=True")
+            options.update(sample_weight=sample_weight)
         solver = default_solver(self.solver, likelihood, self.a, self.b)
         self.scales_ = None
         if not self.optimize_scales:
@@ -464,7 +499,7 @@ or callable, default="rbf"
         self.random_state = random_state
         self.verbose = verbose
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the hyperparameters by type-II maximum likelihood; returns ``self``.
 
         Parameters
@@ -479,6 +514,11 @@ or callable, default="rbf"
             computed in float64 (float32 inputs are upcast; predictions are float64).
         y : array-like of shape (n_samples,)
             Real targets.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights: sample ``n`` has noise precision ``beta w_n``, and the
+            noise is learned from ``sum(w)`` observations, so a weight of 2 fits exactly as
+            the sample repeated twice (and a weight of 0 as the sample left out). Not with
+            ``optimize_scales``.
 
         Raises
         ------
@@ -496,7 +536,7 @@ or callable, default="rbf"
             When every basis function is pruned (e.g. a target that is 0 everywhere):
             the model then predicts 0 with the learned noise as its standard deviation.
         """
-        return self._fit_atomic(X, y)
+        return self._fit_atomic(X, y, sample_weight=sample_weight)
 
     _parameter_constraints = _BaseRVM._parameter_constraints | {
         "c": check_nonnegative,
@@ -505,12 +545,13 @@ or callable, default="rbf"
         "predictive": one_of(PREDICTIVE),
     }
 
-    def _fit(self, X, y) -> None:
+    def _fit(self, X, y, sample_weight=None) -> None:
         validate_parameters(self)
         X, y = self._validate_training(X, y, y_numeric=True)
         y = check_target(y, X.shape[0], "y")
         self._check_n_samples(X)
-        self._fit_type2(X, y, "gaussian")
+        sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        self._fit_type2(X, y, "gaussian", sample_weight)
         self.noise_var_ = self.result_.noise_var
         # the augmented predictive (RVM*) needs every training input and target, as a GP does
         self.X_train_, self.y_train_ = X, y
@@ -646,6 +687,10 @@ or callable, default="rbf"
     random_state : None, int or numpy.random.RandomState, default=None
         Seed of k-means++ when ``centres`` is an int.
     verbose : bool, default=False
+        Print the solvers' progress; with one-vs-rest, also which class is being fitted.
+    n_jobs : int, optional
+        With one-vs-rest, the number of classifiers fitted in parallel (joblib; ``-1``:
+        every core, ``None``: one unless in a ``joblib.parallel_config`` context).
 
     Attributes
     ----------
@@ -718,6 +763,7 @@ or callable, default="rbf"
         centres=None,
         random_state=None,
         verbose=False,
+        n_jobs=None,
     ):
         self.kernel = kernel
         self.gamma = gamma
@@ -727,6 +773,7 @@ or callable, default="rbf"
         self.solver = solver
         self.a = a
         self.b = b
+        self.n_jobs = n_jobs
         self.multi_class = multi_class
         self.moderated = moderated
         self.max_iter = max_iter
@@ -772,10 +819,13 @@ or callable, default="rbf"
     _parameter_constraints = _BaseRVM._parameter_constraints | {
         "multi_class": one_of(MULTI_CLASS),
         "moderated": check_bool,
+        "n_jobs": none_or(_check_n_jobs),
     }
 
     def _fit(self, X, y) -> None:
         validate_parameters(self)
+        if y is not None:  # None: validate_data says that y is required
+            check_no_missing_labels(y)
         X, y = self._validate_training(X, y)
         self.classes_, codes = check_class_labels(y)
         self._check_n_samples(X)
@@ -788,10 +838,9 @@ or callable, default="rbf"
         if n_classes > 2 and self.multi_class == "ovr":
             # the same candidate centres for every classifier
             centres = choose_centres(X, self.centres, self.random_state)
-            self.estimators_ = [
-                clone(self).set_params(centres=centres).fit(X, (codes == k).astype(np.int64))
-                for k in range(n_classes)
-            ]
+            self.estimators_ = Parallel(n_jobs=self.n_jobs)(
+                delayed(self._fit_one_vs_rest)(X, codes, k, centres) for k in range(n_classes)
+            )
             self.kernel_ = self.estimators_[0].kernel_
             self.relevance_indices_ = np.unique(
                 np.concatenate([e.relevance_indices_ for e in self.estimators_])
@@ -806,6 +855,18 @@ or callable, default="rbf"
         likelihood = "bernoulli" if n_classes == 2 else "categorical"
         self._fit_type2(X, codes, likelihood)
         self.n_relevance_ = int(self.relevance_indices_.size)
+
+    def _fit_one_vs_rest(self, X: np.ndarray, codes: np.ndarray, k: int, centres) -> RVC:
+        """The binary classifier of class ``k`` against the rest, on the given candidate
+        centres."""
+        if self.verbose:
+            print(
+                f"[RVC] one-vs-rest: fitting class {k + 1} of {self.classes_.size} "
+                f"({np.asarray(self.classes_[k]).tolist()!r} against the rest)",
+                flush=True,
+            )
+        binary = clone(self).set_params(n_jobs=None, centres=centres)
+        return binary.fit(X, (codes == k).astype(np.int64))
 
     def _latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latent mean and variance at validated inputs (binary / multinomial fits)."""

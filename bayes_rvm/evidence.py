@@ -14,6 +14,7 @@ the Gamma hyperpriors on the log scale (eq. 35: ``p(log alpha) = alpha p(alpha)`
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,6 +102,14 @@ class Prior:
     def improper(self) -> bool:
         """Whether the prior on ``alpha`` is the paper's improper ``a = b = 0``."""
         return self.a == 0 and self.b == 0
+
+    def with_noise_shape(self, c: float) -> Prior:
+        """The same prior with the noise shape ``c`` replaced, unchecked: ``c`` may be
+        negative. Sample weights enter the noise updates (eq. 46, 50) as ``N + 2c`` with
+        ``N`` the weight total; a negative shift of ``c`` stands for weights below 1."""
+        prior = dataclasses.replace(self)
+        object.__setattr__(prior, "c", float(c))
+        return prior
 
     def log_density(self, alpha, beta: float | None) -> float:
         """The hyperprior terms of eq. 36 (:func:`hyperprior_log_density`); ``beta=None``

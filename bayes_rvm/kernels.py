@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bayes_rvm._validation import lookup
+from bayes_rvm._validation import check_real, lookup, real_values
 
 __all__ = [
     "RBF",
@@ -58,7 +58,7 @@ class Kernel(ABC):
 
 
 def _check_scales(gamma, name: str = "gamma") -> float | np.ndarray:
-    if isinstance(gamma, bool):
+    if gamma is None or isinstance(gamma, bool):
         raise TypeError(f"{name} must be a positive number or array, got {gamma!r}")
     if isinstance(gamma, numbers.Real):
         value = float(gamma)
@@ -220,7 +220,7 @@ class Polynomial(Kernel):
             raise ValueError(f"degree must be an integer >= 1, got {degree!r}")
         self.degree: int = int(degree)
         self.gamma: float | np.ndarray = _check_scales(gamma)
-        self.coef0: float = float(coef0)
+        self.coef0: float = check_real(coef0, "coef0")
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)
@@ -254,7 +254,7 @@ class CallableKernel(Kernel):
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)
-        K = np.asarray(self.function(X, Y), dtype=np.float64)
+        K = real_values(self.function(X, Y), f"kernel function {self.function!r}")
         if K.shape != (X.shape[0], Y.shape[0]):
             raise ValueError(
                 f"kernel function {self.function!r} returned shape {K.shape}, "
@@ -283,6 +283,11 @@ def check_kernel(kernel, name: str = "kernel"):
     """A name in :data:`KERNEL_CHOICES`, a :class:`Kernel` or a callable, as given."""
     if isinstance(kernel, str):
         return lookup(KERNEL_CHOICES, kernel, name)
+    if isinstance(kernel, type):
+        raise TypeError(
+            f"{name} must be a name, a Kernel instance or a callable k(X, Y); got the class "
+            f"{kernel.__name__}: pass an instance such as {kernel.__name__}()"
+        )
     if not callable(kernel):
         raise TypeError(f"{name} must be a name, a Kernel or a callable k(X, Y); got {kernel!r}")
     return kernel

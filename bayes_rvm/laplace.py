@@ -29,6 +29,7 @@ from bayes_rvm.evidence import hyperprior_log_density
 
 __all__ = [
     "FLAT",
+    "MAX_SOFTMAX_WEIGHTS",
     "Bernoulli",
     "Categorical",
     "LaplaceMode",
@@ -45,6 +46,14 @@ __all__ = [
 #: Relative size of the Newton decrement below which :func:`posterior_mode` stops: a few
 #: units of rounding of the objective.
 FLAT = 8.0 * float(np.finfo(np.float64).eps)
+
+#: Largest number of softmax weights ``M K`` (basis functions times classes) that
+#: :func:`bayes_rvm.fit_type2` accepts: every Newton step factors the dense ``MK x MK``
+#: Hessian (50 MB at this size). Measured by ``benchmarks/bench_many_classes.py`` on 100
+#: points: 20 classes (``MK = 2020``) take 137 s, 50 classes (``MK = 5050``) took 319 s
+#: and 987 MB; one-vs-rest fits 50 classes in 2.7 s. Larger problems raise ``ValueError``
+#: pointing to one-vs-rest.
+MAX_SOFTMAX_WEIGHTS = 2500
 
 
 class Bernoulli:

@@ -40,10 +40,12 @@ from sklearn.svm import SVC  # noqa: E402
 
 from bayes_rvm import RVC  # noqa: E402
 from bayes_rvm.datasets import load_pima, load_ripley, load_usps  # noqa: E402
+from bayes_rvm.laplace import MAX_SOFTMAX_WEIGHTS  # noqa: E402
 
 C_GRID = 2.0 ** np.arange(-3, 11, 2)
-#: Largest USPS training set for the softmax RVC (full-basis solvers only).
-MULTINOMIAL_MAX_N = 1500
+#: Largest USPS training set for the softmax RVC (10 classes, n + 1 basis functions):
+#: the size fit_type2 accepts (:data:`bayes_rvm.laplace.MAX_SOFTMAX_WEIGHTS`).
+MULTINOMIAL_MAX_N = MAX_SOFTMAX_WEIGHTS // 10 - 1
 
 
 def _svm(X, y, X_test, y_test, gamma, seed=0):

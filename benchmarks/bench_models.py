@@ -169,8 +169,10 @@ def sinc(repeats: int) -> None:
     quality = ["| model | region | RMSE | mean sd | 95 % coverage |", "|---|---|---|---|---|"]
     for name, make in _models(0.25, [0.25], cv).items():
         model, mean, std, fit_s, pred_s = _timed(make, X, y, X_test, repeats)
-        cost.append(f"| {name} | {_n_vectors(name, model)} | {fit_s:.3f} | {pred_s:.4f} "
-                    f"| {_settings(name, model)} |")
+        cost.append(
+            f"| {name} | {_n_vectors(name, model)} | {fit_s:.3f} | {pred_s:.4f} "
+            f"| {_settings(name, model)} |"
+        )
         start = 0
         for region, xs in regions.items():
             part = slice(start, start + xs.size)
@@ -204,8 +206,9 @@ def boston(repeats: int, splits: int) -> None:
         X, X_test = (X_all[train] - mu_x) / sd_x, (X_all[test] - mu_x) / sd_x
         y, y_test = (y_all[train] - mu_y) / sd_y, y_all[test]
         cv = KFold(5, shuffle=True, random_state=split)
-        search = GridSearchCV(RVR(kernel="rbf"), {"gamma": gammas}, cv=cv,
-                              scoring="neg_mean_squared_error")
+        search = GridSearchCV(
+            RVR(kernel="rbf"), {"gamma": gammas}, cv=cv, scoring="neg_mean_squared_error"
+        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             gamma = search.fit(X, y).best_params_["gamma"]
@@ -225,19 +228,29 @@ def boston(repeats: int, splits: int) -> None:
                 row["lpd"] = np.mean(norm.logpdf(y_test, mean, std))
             rows.setdefault(name, []).append(row)
     print(f"## Boston housing: {splits} random splits 405 / 101, mean (sd) over splits\n")
-    print("| model | RMSE (k$) | mean sd (k$) | 95 % coverage | log density | vectors "
-          "| fit (s) | predict (s) |")
+    print(
+        "| model | RMSE (k$) | mean sd (k$) | 95 % coverage | log density | vectors "
+        "| fit (s) | predict (s) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name, runs in rows.items():
+
         def cell(key, fmt, runs=runs):
             if key not in runs[0]:
                 return ""
             values = np.array([r[key] for r in runs], dtype=float)
             return f"{values.mean():{fmt}} ({values.std():{fmt}})"
 
-        cells = [name, cell("rmse", ".2f"), cell("sd", ".2f"), cell("cover", ".1f"),
-                 cell("lpd", ".2f"), cell("vectors", ".0f"), cell("fit", ".2f"),
-                 cell("predict", ".4f")]
+        cells = [
+            name,
+            cell("rmse", ".2f"),
+            cell("sd", ".2f"),
+            cell("cover", ".1f"),
+            cell("lpd", ".2f"),
+            cell("vectors", ".0f"),
+            cell("fit", ".2f"),
+            cell("predict", ".4f"),
+        ]
         print("| " + " | ".join(cells) + " |")
     print()
 
@@ -257,8 +270,10 @@ def solvers(repeats: int) -> None:
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     model = RVR(kernel="rbf", gamma=0.25, solver=solver).fit(X, y)
                 times.append(time.perf_counter() - start)
-            print(f"| {seed} | {solver} | {model.n_iter_} | {len(model.relevance_indices_)} "
-                  f"| {model.log_evidence_:.3f} | {np.median(times):.3f} |")
+            print(
+                f"| {seed} | {solver} | {model.n_iter_} | {len(model.relevance_indices_)} "
+                f"| {model.log_evidence_:.3f} | {np.median(times):.3f} |"
+            )
     print()
 
 
@@ -273,8 +288,10 @@ def width() -> None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 model = RVR(kernel="rbf", gamma=gamma, solver=solver).fit(X, y)
-            print(f"| {gamma:g} | {solver} | {len(model.relevance_indices_)} "
-                  f"| {model.noise_var_**0.5:.2g} | {model.log_evidence_:.2f} |")
+            print(
+                f"| {gamma:g} | {solver} | {len(model.relevance_indices_)} "
+                f"| {model.noise_var_**0.5:.2g} | {model.log_evidence_:.2f} |"
+            )
     print()
 
 

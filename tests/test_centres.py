@@ -41,12 +41,15 @@ def test_given_centres_fit_like_fit_type2_on_the_explicit_design(data, rng):
     reference = fit_type2(Phi, y)
     np.testing.assert_array_equal(model.result_.active, reference.active)
     np.testing.assert_allclose(model.log_evidence_, reference.log_evidence, rtol=1e-12)
-    np.testing.assert_allclose(model.result_.mu, reference.mu, rtol=1e-10, atol=1e-12)
+    # the fits scale the columns by their norms, computed blockwise from the kernel here and
+    # from the dense matrix there: the last bits differ, and cond(H) carries that to the
+    # weights (4e-10 relative measured)
+    np.testing.assert_allclose(model.result_.mu, reference.mu, rtol=1e-8, atol=1e-12)
     kept = reference.active[reference.active < 30]
     np.testing.assert_array_equal(model.relevance_vectors_, centres[kept])
     X_new = rng.uniform(-10, 10, size=(7, 1))
     Phi_new = np.column_stack([RBF(0.25)(X_new, centres), np.ones(7)])[:, reference.active]
-    np.testing.assert_allclose(model.predict(X_new), Phi_new @ reference.mu, rtol=1e-12)
+    np.testing.assert_allclose(model.predict(X_new), Phi_new @ reference.mu, rtol=1e-8)
     full = model.basis_.training_basis(X)
     np.testing.assert_allclose(full.toarray(), Phi, rtol=1e-14)
 

@@ -15,6 +15,7 @@ from bayes_rvm import RVC, RVR  # noqa: E402
 from bayes_rvm.basis import KernelBasis  # noqa: E402
 from bayes_rvm.dask import DaskKernelBasis  # noqa: E402
 from bayes_rvm.kernels import RBF  # noqa: E402
+from bayes_rvm.solvers import sequential  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -93,14 +94,24 @@ def test_rvr_on_the_default_scheduler_fits_like_in_memory(data):
     np.testing.assert_array_equal(remote.basis_.centres, local.basis_.centres)
 
 
+@pytest.fixture(scope="module")
+def large_data():
+    """Enough rows that the design (with 800 or more candidates) is over the sequential
+    solver's in-memory size, so that the fit works through passes over the basis."""
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-10, 10, size=(3000, 2))
+    return X, np.sinc(X[:, 0] / np.pi) * np.cos(X[:, 1] / 4) + rng.normal(0, 0.1, 3000)
+
+
 @pytest.mark.slow  # starts two worker processes
-@pytest.mark.parametrize("centres", [None, 40])
-def test_rvr_on_a_local_cluster_fits_like_in_memory(data, client, centres):
-    X, y, _ = data
+@pytest.mark.parametrize("centres", [None, 800])
+def test_rvr_on_a_local_cluster_fits_like_in_memory(large_data, client, centres):
+    X, y = large_data
+    assert 8 * X.shape[0] * (centres or X.shape[0]) > sequential.Schedule().dense_bytes
     settings = {"gamma": 0.3, "centres": centres, "random_state": 0}
     local = RVR(**settings).fit(X, y)
     with distributed.get_task_stream(client) as stream:
-        remote = RVR(**settings).fit(da.from_array(X, chunks=(60, 2)), y)
+        remote = RVR(**settings).fit(da.from_array(X, chunks=(750, 2)), y)
     _check_same_fit(local, remote)
     if centres is None:
         np.testing.assert_array_equal(remote.relevance_vectors_, local.relevance_vectors_)

@@ -23,11 +23,16 @@ The default RVR() and RVC() (both the sequential solver) are checked at the defa
 :class:`~bayes_rvm.solvers.EmptyModelWarning` is ignored on purpose: some checks fit
 noise or a handful of points, for which the empty model is the evidence's answer, and
 the warning says so (what the empty model predicts is tested in test_reliability.py).
+So is :class:`~bayes_rvm.solvers.InterpolationWarning`: the checks fit ten-point data
+sets exactly (tested in test_reliability_warnings.py).
 """
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayes_rvm import RVC, RVR
@@ -55,16 +60,42 @@ def _cross_product():
 
 
 EMPTY_MODEL_EXPECTED = pytest.mark.filterwarnings("ignore::bayes_rvm.solvers.EmptyModelWarning")
+INTERPOLATION_EXPECTED = pytest.mark.filterwarnings(
+    "ignore::bayes_rvm.solvers.InterpolationWarning"
+)
+
+
+def _expected_failures(estimator) -> dict[str, str]:
+    """Checks an RVM cannot pass by design."""
+    if not isinstance(estimator, RVR):
+        return {}
+    return {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "the basis is a kernel centred on every training row: repeating or removing a "
+            "row adds or removes a basis function. With the basis held fixed a weight of 2 "
+            "equals the repeated row (test_reliability_weights.py)"
+        )
+    }
 
 
 @EMPTY_MODEL_EXPECTED
-@parametrize_with_checks([RVR(), RVC()])
+@INTERPOLATION_EXPECTED
+@parametrize_with_checks([RVR(), RVC()], expected_failed_checks=_expected_failures)
 def test_estimator_checks_fast(estimator, check):
     check(estimator)
 
 
 @pytest.mark.slow
 @EMPTY_MODEL_EXPECTED
-@parametrize_with_checks(_cross_product())
+@INTERPOLATION_EXPECTED
+@parametrize_with_checks(_cross_product(), expected_failed_checks=_expected_failures)
 def test_estimator_checks_every_solver_and_kernel(estimator, check):
-    check(estimator)
+    if "sample_weight" not in getattr(check, "func", check).__name__:
+        check(estimator)
+        return
+    # The sample-weight checks fit 16 noise-free rows, four copies of each: MacKay's
+    # updates do not reach tol=1e-6 there (with or without weights); the checks are
+    # about the weights' shape and equivalences, which hold for the last iterate.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)

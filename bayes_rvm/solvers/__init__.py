@@ -7,7 +7,7 @@ registered in :data:`SOLVERS` under the name the ``solver=`` option takes.
 
 from __future__ import annotations
 
-from bayes_rvm.solvers._base import EmptyModelWarning, Prior, Type2Result
+from bayes_rvm.solvers._base import EmptyModelWarning, InterpolationWarning, Prior, Type2Result
 from bayes_rvm.solvers._fit import SOLVER_CHOICES, SOLVERS, default_solver, fit_type2
 from bayes_rvm.solvers.scales import ScalesFit, fit_type2_scales
 
@@ -15,6 +15,7 @@ __all__ = [
     "SOLVERS",
     "SOLVER_CHOICES",
     "EmptyModelWarning",
+    "InterpolationWarning",
     "Prior",
     "ScalesFit",
     "Type2Result",

@@ -14,12 +14,14 @@ from bayes_rvm.posterior import predictive
 
 __all__ = [
     "EmptyModelWarning",
+    "InterpolationWarning",
     "Prior",
     "Type2Result",
     "initial_alpha",
     "initial_noise_var",
     "noise_var_floor",
     "warn_empty_model",
+    "warn_if_interpolating",
 ]
 
 
@@ -34,6 +36,35 @@ def warn_empty_model(stacklevel: int = 2) -> None:
         "the fit predicts 0 (with the learned noise in regression, probability 1/K in "
         "classification)",
         EmptyModelWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+class InterpolationWarning(UserWarning):
+    """The learned noise went to ~0 with about as many effective weights as data points:
+    the model interpolates the training targets and its error bars are meaningless."""
+
+
+#: Share of the ``N`` degrees of freedom (``sum gamma_i``) above which a regression fit
+#: with learned noise is reported as interpolating.
+INTERPOLATION_SHARE = 0.9
+
+
+def warn_if_interpolating(result: Type2Result, n_rows: int, stacklevel: int = 2) -> None:
+    """Warn when a regression fit with learned noise spends more than
+    :data:`INTERPOLATION_SHARE` of the ``N`` degrees of freedom on its weights."""
+    if result.beta is None or result.noise_fixed or result.active.size == 0:
+        return
+    spent = float(np.sum(result.gamma))
+    if spent <= INTERPOLATION_SHARE * n_rows:
+        return
+    warnings.warn(
+        f"the model interpolates the training data: its {result.active.size} basis functions "
+        f"spend {spent:.1f} of the {n_rows} degrees of freedom (sum of gamma_i) and the "
+        f"learned noise standard deviation is {result.beta**-0.5:.3g}, so predictive "
+        "intervals are far too narrow. Use a wider kernel (smaller gamma), fix noise_var, "
+        "or put a prior on the noise (c, d > 0)",
+        InterpolationWarning,
         stacklevel=stacklevel + 1,
     )
 
@@ -82,6 +113,9 @@ class Type2Result:
     prior : Prior
     noise_fixed : bool
         Whether ``beta`` was given rather than learned.
+    stalled : bool
+        The run stopped before converging because the log evidence no longer increased
+        (EM: a gain below ``min(tol, 1e-6)`` nats over its last 100 iterations).
     """
 
     likelihood: str
@@ -99,6 +133,7 @@ class Type2Result:
     readd_gain: np.ndarray
     prior: Prior = field(default_factory=Prior)
     noise_fixed: bool = False
+    stalled: bool = False
 
     def __post_init__(self):
         for name in ("active", "alpha", "mu", "precision_chol", "log_evidence_path", "readd_gain"):

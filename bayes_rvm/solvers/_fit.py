@@ -3,8 +3,10 @@ default-solver rule."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -13,14 +15,16 @@ from bayes_rvm._validation import (
     check_noise_var,
     check_positive_int,
     check_positive_real,
+    check_sample_weight,
     check_target,
     lookup,
 )
-from bayes_rvm.basis import Basis, as_basis
-from bayes_rvm.evidence import Prior
+from bayes_rvm.basis import Basis, RowWeightedBasis, ScaledBasis, as_basis
+from bayes_rvm.evidence import LOG_2PI, Prior
+from bayes_rvm.laplace import MAX_SOFTMAX_WEIGHTS
 from bayes_rvm.likelihoods import get_likelihood
 from bayes_rvm.solvers import em, mackay, sequential
-from bayes_rvm.solvers._base import Type2Result, warn_empty_model
+from bayes_rvm.solvers._base import Type2Result, warn_empty_model, warn_if_interpolating
 
 __all__ = ["SOLVERS", "SOLVER_CHOICES", "default_solver", "fit_type2"]
 
@@ -51,6 +55,120 @@ def default_solver(solver: str | None, likelihood: str, a: float = 0.0, b: float
     return "sequential" if sequential_fits and a == 0 and b == 0 else "mackay"
 
 
+def _robust_norm(values: np.ndarray) -> float:
+    """``sqrt(mean(values^2))``, computed on ``values / max|values|`` so that it cannot
+    overflow or underflow; 0 for a zero vector."""
+    largest = float(np.max(np.abs(values), initial=0.0))
+    if largest == 0:
+        return 0.0
+    return largest * float(np.sqrt(np.mean((values / largest) ** 2)))
+
+
+@dataclass(frozen=True)
+class _Scaling:
+    """The units :func:`fit_type2` solves in: targets of unit root mean square and columns
+    of unit norm, so that no solver threshold (pruning at a large ``alpha``, noise floors,
+    squares of the targets) depends on the units of the data.
+
+    With ``t = s t~`` and ``phi_j = c_j phi~_j`` the model is the same with
+    ``w~_j = c_j w_j / s``, ``alpha~_j = alpha_j s^2 / c_j^2`` and ``beta~ = beta s^2``;
+    ``alpha ~ Gamma(a, b)`` becomes ``Gamma(a, b c^2 / s^2)``, which is one prior only
+    when every ``c_j`` is the same or ``b = 0``: a proper prior on ``alpha`` gets one
+    common column scale. The evidence of ``t`` is that of ``t~`` divided by ``s^N`` (the
+    Jacobian), and the Gamma terms on the log scale (eq. 35) are unchanged, except the
+    improper ``alpha^a`` (``b = 0``) and ``beta^c`` (``d = 0``), shifted by
+    ``a log(alpha~ / alpha)`` and ``c log(beta~ / beta)``.
+    """
+
+    target: float
+    columns: np.ndarray
+    prior: Prior
+    original: Prior
+
+    @classmethod
+    def of(cls, basis: Basis, t: np.ndarray | None, prior: Prior) -> _Scaling:
+        """The scaling for ``basis`` and the regression targets ``t`` (``None``:
+        classification, whose targets have no units)."""
+        target = np.float64(1.0 if t is None else (_robust_norm(t) or 1.0))
+        with np.errstate(over="ignore", under="ignore"):
+            norms = np.sqrt(basis.sq_norms())
+        # squares that underflowed: from the columns themselves (zero columns stay 0)
+        tiny = np.flatnonzero(norms < np.sqrt(np.finfo(float).tiny))
+        for j, column in zip(tiny, basis.columns(tiny).T, strict=True):
+            norms[j] = _robust_norm(column) * np.sqrt(basis.n_rows)
+        if not np.all(np.isfinite(norms)):
+            raise ValueError(
+                "the design matrix has columns whose squared norm exceeds the float range "
+                f"(> {np.finfo(float).max:.3g}); rescale the inputs or the basis functions"
+            )
+        norms = np.where(norms > 0, norms, 1.0)
+        if prior.b > 0:  # one column scale: Gamma(a, b) must stay one prior
+            norms = np.full_like(norms, float(np.max(norms)))
+        with np.errstate(over="ignore", under="ignore"):
+            b = prior.b * (norms[0] / target) ** 2 if prior.b > 0 else 0.0
+            d = prior.d / target**2 if prior.d > 0 else 0.0
+        if not (np.isfinite(b) and np.isfinite(d)):
+            raise ValueError(
+                f"the hyperprior rates b={prior.b}, d={prior.d} are outside the float range "
+                f"in units of the targets' scale {target:.3g}; rescale y"
+            )
+        return cls(target, norms, dataclasses.replace(prior, b=b, d=d), prior)
+
+    def noise_var(self, noise_var: float) -> float:
+        """A noise variance in the scaled units."""
+        with np.errstate(over="ignore", under="ignore"):
+            scaled = noise_var / self.target**2
+        self._check_range(np.array([scaled]))
+        return scaled
+
+    def _check_range(self, *arrays: np.ndarray) -> None:
+        """Raise if a precision or factor fell outside the float range when unscaled."""
+        if all(np.all(np.isfinite(x) & (x > 0)) for x in arrays):
+            return
+        raise ValueError(
+            "the fit is outside the float range in the units of the data: with targets of "
+            f"scale {self.target:.3g} and basis columns of norm {self.columns.min():.3g} .. "
+            f"{self.columns.max():.3g}, the weight or noise precisions exceed "
+            f"{np.finfo(float).tiny:.3g} .. {np.finfo(float).max:.3g}; rescale y or X "
+            "(the type-II fit is invariant to the scale of both)"
+        )
+
+    def undo(
+        self, result: Type2Result, solver_prior: Prior, n_rows: int, weight_total: float
+    ) -> Type2Result:
+        """``result`` (fitted in the scaled units under ``solver_prior``) in the units of
+        the data. Its evidence is that of the ``weight_total`` rows that the ``n_rows``
+        weighted rows stand for (a row of weight 2 counts as two equal rows)."""
+        s, c = self.target, self.columns[result.active]
+        K = 1 if result.mu.ndim == 1 else result.mu.shape[1]
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):
+            ratio = c / s
+            alpha = result.alpha * ratio * ratio
+            mu = result.mu / (ratio if K == 1 else ratio[:, None])
+            factor = result.precision_chol * np.repeat(ratio, K)[:, None]
+            beta = None if result.beta is None else result.beta / s / s
+        self._check_range(alpha, np.diag(factor), np.array([beta or 1.0]))
+        # eq. 36 without the hyperprior, in the scaled units; the Jacobian of t = s t~
+        learned = None if result.beta is None or result.noise_fixed else result.beta
+        gaussian = result.log_evidence - solver_prior.log_density(result.alpha, learned)
+        gaussian -= n_rows * np.log(s)
+        if beta is not None:
+            # w_n - 1 copies of row n add (beta / 2 pi)^((w_n - 1) / 2) each
+            gaussian += 0.5 * (weight_total - n_rows) * (np.log(beta) - LOG_2PI)
+        learned = None if beta is None or result.noise_fixed else beta
+        shift = gaussian + self.original.log_density(alpha, learned) - result.log_evidence
+        return dataclasses.replace(
+            result,
+            alpha=alpha,
+            mu=mu,
+            precision_chol=factor,
+            beta=beta,
+            log_evidence=result.log_evidence + shift,
+            log_evidence_path=result.log_evidence_path + shift,
+            prior=self.original,
+        )
+
+
 def fit_type2(
     Phi: np.ndarray | Basis,
     t,
@@ -65,6 +183,7 @@ def fit_type2(
     max_iter: int | None = None,
     tol: float = 1e-6,
     verbose: bool = False,
+    sample_weight=None,
 ) -> Type2Result:
     """Type-II maximum likelihood ("evidence") fit of the sparse Bayesian model.
 
@@ -112,10 +231,24 @@ def fit_type2(
         single add / re-estimate / delete step and of the noise update.
     verbose : bool
         Print progress.
+    sample_weight : array of shape (N,), optional
+        Non-negative weights (gaussian likelihood): row ``n`` has noise precision
+        ``beta w_n``, and the noise is learned as if there were ``sum(w)`` rows, so that a
+        weight of 2 gives the fit (and the evidence) of the row repeated twice.
 
     Returns
     -------
     Type2Result
+
+    Raises
+    ------
+    ValueError
+        When the fit cannot be represented in the units of the data: the solvers work on
+        targets of unit root mean square and unit-norm columns (so that the fit is
+        invariant to the scale of both, Sec. 2.1), and the precisions ``alpha`` and
+        ``beta`` in the data's units must lie within the float range (about
+        ``1e-308 .. 1e308``; regression targets of scale ``1e-150 .. 1e154`` with columns
+        of norm ~1 are fine).
 
     Warns
     -----
@@ -152,18 +285,51 @@ def fit_type2(
         )
     max_iter = check_positive_int(default_max_iter if max_iter is None else max_iter, "max_iter")
     tol = check_positive_real(tol, "tol")
+    if likelihood == "categorical":
+        n_weights = basis.n_columns * (int(t.max()) + 1)
+        if n_weights > MAX_SOFTMAX_WEIGHTS:
+            raise ValueError(
+                f"the softmax fit has {basis.n_columns} basis functions x "
+                f"{int(t.max()) + 1} classes = {n_weights} weights, more than "
+                f"{MAX_SOFTMAX_WEIGHTS}: each Newton step would factor a dense "
+                f"{n_weights} x {n_weights} Hessian ({8 * n_weights**2 / 1e9:.2g} GB). Use "
+                "one-vs-rest (RVC(multi_class='ovr')), fewer samples or fewer classes"
+            )
+    weights = check_sample_weight(sample_weight, basis.n_rows)
+    fitted_basis, fitted_t, solver_prior = basis, t, prior
+    if weights is not None:
+        if link is not None:
+            raise ValueError("sample_weight is supported for the gaussian likelihood only")
+        # noise precision beta w_n: the plain model on W^(1/2) Phi, W^(1/2) t, with the
+        # noise updates counting sum(w) rows (eq. 46, 50: N + 2c)
+        fitted_basis, fitted_t = RowWeightedBasis(basis, weights), np.sqrt(weights) * t
+    scaling = _Scaling.of(fitted_basis, fitted_t if link is None else None, prior)
+    weight_total = basis.n_rows if weights is None else float(np.sum(weights))
+    solver_prior = scaling.prior.with_noise_shape(
+        scaling.prior.c + 0.5 * (weight_total - basis.n_rows)
+    )
     result = fit_function(
-        basis,
-        t,
-        prior=prior,
-        noise_var=noise_var,
+        ScaledBasis(fitted_basis, scaling.columns),
+        fitted_t / scaling.target,
+        prior=solver_prior,
+        noise_var=None if noise_var is None else scaling.noise_var(noise_var),
         max_iter=max_iter,
         tol=tol,
         verbose=verbose,
         # only the classification solvers take a likelihood (checked above)
         **({} if link is None else {"link": link}),
     )
-    if not result.converged:
+    result = scaling.undo(result, solver_prior, basis.n_rows, weight_total)
+    if result.stalled:
+        warnings.warn(
+            f"solver {solver!r} stopped after {result.n_iter} iterations without converging "
+            f"(tol={tol}): the log evidence gained less than min(tol, 1e-6) nats over the "
+            "last 100 iterations, as EM's steps shrink near the optimum; the result is the "
+            "last iterate. Use solver='mackay' or 'sequential' to converge, or a larger tol",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    elif not result.converged:
         warnings.warn(
             f"solver {solver!r} reached max_iter={max_iter} before converging (tol={tol}); "
             "the result is the last iterate",
@@ -172,4 +338,5 @@ def fit_type2(
         )
     if result.active.size == 0:
         warn_empty_model(stacklevel=2)
+    warn_if_interpolating(result, basis.n_rows, stacklevel=2)
     return result

@@ -142,12 +142,20 @@ class State:
 @dataclass(frozen=True)
 class Rules:
     """A solver's updates: ``alpha(state, alpha, prior)``, ``noise_var(state, beta, n, prior)``,
-    and ``prune(state, alpha, prior) -> mask of columns to drop``."""
+    and ``prune(state, alpha, prior) -> mask of columns to drop``.
+
+    ``stall_window``: if > 0, the run also stops (unconverged, ``stalled``) once the log
+    evidence has gained less than ``min(tol, STALL_GAIN)`` nats over that many iterations
+    without a column being pruned: for a solver whose steps shrink geometrically (EM) the
+    gradient test may otherwise take ~1e5 iterations. (``STALL_GAIN`` keeps a loose ``tol``
+    to the gradient test, which it meets first.)
+    """
 
     name: str
     alpha: Callable[[State, np.ndarray, Prior], np.ndarray]
     noise_var: Callable[[State, float, int, Prior], float]
     prune: Callable[[State, np.ndarray, Prior], np.ndarray]
+    stall_window: int = 0
 
 
 class GaussianStep:
@@ -286,6 +294,10 @@ def unbounded_negligible(state: State, alpha: np.ndarray, prior: Prior) -> np.nd
     return state.unbounded(state.gamma < NEGLIGIBLE_GAMMA)
 
 
+#: Largest gain (nats) over ``Rules.stall_window`` iterations that counts as a stall.
+STALL_GAIN = 1e-6
+
+
 def reestimate(
     basis: Basis,
     t: np.ndarray,
@@ -331,10 +343,19 @@ def reestimate(
     alpha = step.initial_alpha()
 
     path: list[float] = []
-    converged = False
+    converged = stalled = False
+    last_prune = 0
     state = step.state(active, alpha, beta, None)
     for iteration in range(1, max_iter + 1):
         path.append(state.log_evidence)
+        window = rules.stall_window
+        if (
+            window
+            and iteration - last_prune > window
+            and path[-1] - path[-1 - window] < min(tol, STALL_GAIN)
+        ):
+            stalled = True
+            break
         gradient = state.gradient(prior, n, learn_noise, beta_max)
         if verbose and (iteration % 50 == 0 or iteration == 1):
             print(
@@ -350,6 +371,8 @@ def reestimate(
             break
         if learn_noise:
             beta = 1.0 / max(rules.noise_var(state, state.noise_precision, n, prior), floor)
+        if drop.any():
+            last_prune = iteration
         active, alpha = active[~drop], alpha_new[~drop]
         state = step.state(active, alpha, beta, state.mu[~drop])
     else:
@@ -375,6 +398,7 @@ def reestimate(
         log_evidence_path=np.array(path),
         n_iter=iteration,
         converged=converged,
+        stalled=stalled,
         readd_gain=step.readd_gain(active, state, beta),
         prior=prior,
         noise_fixed=noise_var is not None,

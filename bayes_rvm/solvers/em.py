@@ -53,7 +53,11 @@ def _prune(state: State, alpha: np.ndarray, prior: Prior) -> np.ndarray:
     return (state.gamma < EPS) | unbounded_negligible(state, alpha, prior)
 
 
-RULES = Rules("em", _alpha, _noise_var, _prune)
+#: EM stops when the log evidence gains less than ``min(tol, 1e-6)`` nats over this many
+#: iterations (with a warning): its steps shrink geometrically near the optimum.
+STALL_WINDOW = 100
+
+RULES = Rules("em", _alpha, _noise_var, _prune, stall_window=STALL_WINDOW)
 
 
 def fit(basis: Basis, t: np.ndarray, **options) -> Type2Result:

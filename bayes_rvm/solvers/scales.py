@@ -49,7 +49,14 @@ from bayes_rvm.basis import ExtraColumns, KernelBasis
 from bayes_rvm.kernels import RBF, get_kernel
 from bayes_rvm.likelihoods import get_likelihood
 from bayes_rvm.posterior import fit_gaussian
-from bayes_rvm.solvers._base import EmptyModelWarning, Type2Result, _frozen, warn_empty_model
+from bayes_rvm.solvers._base import (
+    EmptyModelWarning,
+    InterpolationWarning,
+    Type2Result,
+    _frozen,
+    warn_empty_model,
+    warn_if_interpolating,
+)
 from bayes_rvm.solvers._fit import fit_type2
 
 __all__ = [
@@ -433,6 +440,7 @@ def fit_type2_scales(
         )
     if point.fit.active.size == 0:
         warn_empty_model(stacklevel=2)
+    warn_if_interpolating(point.fit, X.shape[0], stacklevel=2)
     _, gradient = search.evaluate(point.log_eta, point.fit)
     return ScalesFit(
         result=point.fit,
@@ -512,6 +520,7 @@ class _ScaleSearch:
             # Reported once by fit_type2_scales, for the fit that is returned.
             warnings.simplefilter("ignore", ConvergenceWarning)
             warnings.simplefilter("ignore", EmptyModelWarning)
+            warnings.simplefilter("ignore", InterpolationWarning)
             fit = self.solve(basis, limit)
         return _Point(fit, basis, log_eta)
 

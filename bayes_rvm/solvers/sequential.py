@@ -1140,7 +1140,8 @@ def fit(
     # The compiled loop learns the noise by continuation from below; with the noise held
     # fixed (low) its coordinate steps stop at poorer optima than the joint Newton steps of
     # the path below reach (sinc at sd 0.01: 258 nats lower; docs/benchmarks.md).
-    if link is None and noise_var is None and 8 * basis.n_rows * n_basis <= schedule.dense_bytes:
+    small = 8 * basis.n_rows * n_basis <= schedule.dense_bytes
+    if link is None and noise_var is None and small:
         return _fit_compiled(basis, t, prior, noise_var, max_iter, tol, verbose, schedule)
     dense = link is not None and 8 * basis.n_rows * n_basis <= DENSE_BYTES
     if dense:
