@@ -830,6 +830,11 @@ def _estimator_design(estimator, X, basis: str):
     # the basis as fitted (kernel, learned scales, bias, extra columns), at the training X
     full = estimator.basis_.training_basis(X)
     active = estimator.result_.active
+    if basis == "relevant" and active.size == 0:
+        raise ValueError(
+            "the evidence fit kept no basis function (every alpha_i went to infinity), so "
+            "there is no relevant basis to build on; use basis='all' for every basis function"
+        )
     columns = np.sort(active) if basis == "relevant" else np.arange(full.n_columns)
     names = np.asarray(full.column_names)[columns]
 
@@ -954,7 +959,8 @@ def to_inference_data(
     basis = lookup(BASIS_CHOICES, basis, "basis")
     if isinstance(fit, Type2Result):
         result = fit
-        Phi = X.toarray() if hasattr(X, "toarray") else check_design(X)
+        # a sparse design is densified first, then checked like any other
+        Phi = check_design(X.toarray() if hasattr(X, "toarray") else X)
         if Phi.shape[1] != result.n_basis:
             raise ValueError(
                 f"expected the design matrix of the fit ({result.n_basis} columns), got shape "
