@@ -68,7 +68,9 @@ def plot_log_alpha(fits, *, basis=None, **kwargs):
     basis : sequence, optional
         The basis functions to show (labels of the ``basis`` coordinate); default all.
     **kwargs
-        Passed to ``arviz.plot_forest`` (e.g. ``ci_probs``, ``combined``).
+        Passed to ``arviz.plot_forest`` (e.g. ``ci_probs``). Each fit's draws are pooled
+        over its chains and thinned evenly to the smallest number of draws among the fits,
+        so that fits with different numbers of chains and draws line up.
 
     Returns
     -------
@@ -77,13 +79,31 @@ def plot_log_alpha(fits, *, basis=None, **kwargs):
     import arviz as az
     import xarray as xr
 
-    trees = {}
+    values = {}
     for name, tree in fits.items():
         log_alpha = np.log(tree["posterior"]["alpha"])
-        log_alpha = log_alpha.where(np.isfinite(log_alpha))
-        if basis is not None:
-            log_alpha = log_alpha.sel(basis=list(basis))
-        trees[name] = xr.DataTree.from_dict({"posterior": xr.Dataset({"log_alpha": log_alpha})})
+        values[name] = log_alpha.where(np.isfinite(log_alpha))
+    if basis is None:
+        # fits over different basis sets (the relevant ones of one fit, all of another)
+        # are shown over the union of the basis functions some fit keeps
+        kept = (
+            v["basis"].values[v.notnull().any([d for d in v.dims if d != "basis"]).values]
+            for v in values.values()
+        )
+        basis = list(dict.fromkeys(b for labels in kept for b in labels))
+    # ArviZ lines the fits up draw by draw: pool each fit's chains (an evidence fit has one
+    # chain, MCMC several) and thin evenly to the smallest number of draws among the fits
+    pooled = {
+        name: v.reindex(basis=list(basis)).stack(sample=("chain", "draw")).transpose("sample", ...)
+        for name, v in values.items()
+    }
+    n_draws = min(v.sizes["sample"] for v in pooled.values())
+    trees = {}
+    for name, v in pooled.items():
+        keep = np.round(np.linspace(0, v.sizes["sample"] - 1, n_draws)).astype(int)
+        v = v.isel(sample=keep).drop_vars(["sample", "chain", "draw"]).rename(sample="draw")
+        posterior = xr.Dataset({"log_alpha": v.expand_dims(chain=1)})
+        trees[name] = xr.DataTree.from_dict({"posterior": posterior})
     kwargs.setdefault("combined", True)
     return az.plot_forest(trees, var_names=["log_alpha"], **kwargs)
 

@@ -507,6 +507,33 @@ def test_relevance_plots(fits, tmp_path):
     assert (tmp_path / "forest.png").stat().st_size > 0 and (tmp_path / "ppc.png").exists()
 
 
+def test_forest_of_fits_over_different_basis_sets(tmp_path):
+    """An evidence fit over every basis function (pruned ones at alpha = inf) beside a fit
+    over its relevant ones: shown over the functions some fit keeps. Aligning them left it
+    to xarray's implicit outer join (a FutureWarning, an error here) and drew nothing."""
+    import xarray as xr
+
+    from bayes_rvm.plotting import plot_log_alpha
+
+    rng = np.random.default_rng(3)
+    everything = np.array([np.inf, 2.0, np.inf, 5.0])[None, None] * np.ones((1, 4, 1))
+    evidence = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset({"alpha": (("chain", "draw", "basis"), everything)},
+                                 coords={"basis": ["k0", "k1", "k2", "bias"]})}
+    )  # fmt: skip
+    draws = np.exp(rng.normal(size=(2, 50, 2)))
+    relevant = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset({"alpha": (("chain", "draw", "basis"), draws)},
+                                 coords={"basis": ["k1", "bias"]})}
+    )  # fmt: skip
+    pc = plot_log_alpha({"evidence": evidence, "mcmc": relevant})
+    pc.savefig(tmp_path / "forest.png")
+    labels = {str(text.get_text()) for ax in pc.viz["plot"].values.ravel()
+              if hasattr(ax, "texts") for text in ax.texts}  # fmt: skip
+    assert (tmp_path / "forest.png").stat().st_size > 0
+    assert {"k1", "bias"} <= labels and not labels & {"k0", "k2"}
+
+
 def _tiny_vb_problem(m: int):
     rng = np.random.default_rng(21)
     Phi = rng.normal(size=(8, m))
