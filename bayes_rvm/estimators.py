@@ -366,7 +366,7 @@ or callable, default="rbf"
     c, d : float, default=0.0
         Gamma hyperprior on the noise precision.
     noise_var : float, optional
-        Fix the noise variance (``0.01**2`` reproduces Fig. 1); learned when ``None``.
+        Fix the noise variance (Fig. 1 of the paper uses ``0.01**2``); learned when ``None``.
     max_iter : int, optional
         Solver iteration limit (solver default when ``None``).
     tol : float, default=1e-6
