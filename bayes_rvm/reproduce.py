@@ -59,6 +59,7 @@ import bayes_rvm
 from bayes_rvm import datasets
 from bayes_rvm._validation import lookup
 from bayes_rvm.estimators import RVC, RVR
+from bayes_rvm.solvers import InterpolationWarning
 
 __all__ = [
     "PAPER_NORMALISED_MEANS",
@@ -355,16 +356,16 @@ def _fit(search: GridSearchCV, row: Row, split: Split, cv_subset=None) -> dict:
     training rows the grid search uses, all of them when ``None``)."""
     start = time.perf_counter()
     X, y = split.X_train, split.y_train
+    rows = slice(None) if cv_subset is None else cv_subset
     with warnings.catch_warnings():
-        # cross-validation fits may stop at the iteration limit; the final fit's
-        # convergence is recorded below
+        # cross-validation fits may stop at the iteration limit, and points of the gamma
+        # grid may interpolate their training folds: the held-out scores judge them
         warnings.simplefilter("ignore", ConvergenceWarning)
-        if cv_subset is None:
-            search.fit(X, y)
-            fitted = search.best_estimator_
-        else:
-            search.set_params(refit=False).fit(X[cv_subset], y[cv_subset])
-            fitted = clone(search.estimator).set_params(**search.best_params_).fit(X, y)
+        warnings.simplefilter("ignore", InterpolationWarning)
+        search.set_params(refit=False).fit(X[rows], y[rows])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the convergence is recorded
+        fitted = clone(search.estimator).set_params(**search.best_params_).fit(X, y)
     gamma = next(v for k, v in search.best_params_.items() if k.endswith("gamma"))
     model = _final(fitted)
     return {

@@ -11,7 +11,7 @@ from bayes_rvm import fit_type2
 from bayes_rvm.basis import DenseBasis, KernelBasis
 from bayes_rvm.evidence import log_evidence_dense
 from bayes_rvm.kernels import RBF, LinearSpline
-from bayes_rvm.solvers import sequential
+from bayes_rvm.solvers import InterpolationWarning, sequential
 from bayes_rvm.solvers._base import Prior
 from bayes_rvm.solvers.sequential import _Workspace
 
@@ -351,7 +351,8 @@ def test_noise_falling_to_interpolation_terminates():
 
     data = datasets.make_friedman1(240, random_state=0)
     X = (data.X - data.X.mean(0)) / data.X.std(0)
-    fit = fit_type2(KernelBasis(X, RBF(0.4)), data.y, solver="sequential")
+    with pytest.warns(InterpolationWarning, match="interpolates the training data"):
+        fit = fit_type2(KernelBasis(X, RBF(0.4)), data.y, solver="sequential")
     assert fit.converged
     assert fit.active.size >= 230
     # the noise update is kept only when it raises the objective; the step gains are
