@@ -116,6 +116,8 @@ def main(argv: list[str]) -> int:
         print("usage: python scripts/docs/check_site.py SITE_DIR", file=sys.stderr)
         return 2
     problems = check(Path(argv[0]))
+    if not any(Path(argv[0]).rglob("*.html")):
+        problems.append(f"no HTML page in {argv[0]}: the site was not built")
     for line in problems:
         print(line, file=sys.stderr)
     n_pages = sum(1 for _ in Path(argv[0]).rglob("*.html"))
