@@ -206,18 +206,6 @@ def test_softmax_laplace_evidence_matches_a_direct_computation(rng):
     assert log_evidence_laplace(mode, alpha) == pytest.approx(expected, abs=1e-6)
 
 
-def test_latent_variance_is_the_quadratic_form_of_sigma(rng):
-    Phi, t, alpha = _softmax_problem(rng)
-    mode = posterior_mode(Phi, Categorical(t), alpha)
-    L = mode.precision_chol
-    Sigma = np.linalg.inv(L @ L.T)  # test only: independent of the triangular solves
-    Phi_star = rng.normal(size=(7, Phi.shape[1]))
-    got = latent_variance(Phi_star, L, 3)
-    for k in range(3):
-        block = Sigma[k::3, k::3]
-        np.testing.assert_allclose(got[:, k], np.einsum("ij,jk,ik->i", Phi_star, block, Phi_star))
-
-
 def test_moderated_output_approximates_the_gaussian_integral():
     """Probit approximation (Bishop 2006, eq. 4.155) against quadrature: within 0.02."""
     for mean, var in [(0.0, 4.0), (1.5, 0.3), (-2.0, 10.0), (3.0, 25.0)]:
@@ -239,7 +227,7 @@ def test_moderated_output_approximates_the_gaussian_integral():
         log_class_proba(np.array([[2.0, 0.0, -1.0]]), np.array([[50.0, 50.0, 50.0]]))
 
 
-def test_latent_covariance_holds_the_cross_blocks_of_sigma(rng):
+def test_latent_covariance_and_variance_are_quadratic_forms_of_sigma(rng):
     Phi, t, alpha = _softmax_problem(rng)
     mode = posterior_mode(Phi, Categorical(t), alpha)
     L = mode.precision_chol
