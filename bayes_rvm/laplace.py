@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
 
 from bayes_rvm import _linalg
+from bayes_rvm._validation import check_sample_weight
 from bayes_rvm.evidence import hyperprior_log_density
 
 __all__ = [
@@ -56,19 +57,41 @@ FLAT = 8.0 * float(np.finfo(np.float64).eps)
 MAX_SOFTMAX_WEIGHTS = 2500
 
 
-class Bernoulli:
+class _WeightedRows:
+    """Per-row likelihood weights ``w_n``: ``log p(t | F) = sum_n w_n log p(t_n | f_n)``.
+
+    A weight of 2 counts the row twice (as the row repeated), a weight of 0 leaves it
+    out; without weights every row counts once.
+    """
+
+    weights: np.ndarray | None
+
+    def _set_weights(self, sample_weight, n_rows: int) -> None:
+        self.weights = check_sample_weight(sample_weight, n_rows)
+
+    def _weighted(self, per_row: np.ndarray) -> np.ndarray:
+        """``w_n`` times each row of ``per_row`` (rows along the first axis)."""
+        if self.weights is None:
+            return per_row
+        return self.weights.reshape((-1,) + (1,) * (per_row.ndim - 1)) * per_row
+
+
+class Bernoulli(_WeightedRows):
     """Binary targets ``t_n in {0, 1}`` with ``P(t_n = 1) = sigmoid(phi_n^T w)`` (eq. 23).
 
     Parameters
     ----------
     t : array of shape (N,)
         Zeros and ones.
+    sample_weight : array of shape (N,), optional
+        Non-negative weight ``w_n`` of each row's log likelihood (see
+        :func:`bayes_rvm.fit_type2`).
     """
 
     name = "bernoulli"
     n_outputs = 1
 
-    def __init__(self, t):
+    def __init__(self, t, sample_weight=None):
         t = np.asarray(t, dtype=np.float64)
         if t.ndim != 1 or not np.all((t == 0.0) | (t == 1.0)):
             raise ValueError(
@@ -77,23 +100,31 @@ class Bernoulli:
             )
         self.t = t
         self.target = t
+        self._set_weights(sample_weight, t.size)
 
     def log_likelihood(self, F: np.ndarray) -> float:
-        """``sum_n t_n log y_n + (1 - t_n) log(1 - y_n)`` at latent values ``F``."""
+        """``sum_n w_n [t_n log y_n + (1 - t_n) log(1 - y_n)]`` at latent values ``F``."""
         # Tipping (2001) eq. 24, data term, as t f - log(1 + e^f) (no overflow, no log 0)
-        return float(np.sum(self.t * F - np.logaddexp(0.0, F)))
+        return float(np.sum(self._weighted(self.t * F - np.logaddexp(0.0, F))))
 
     def mean(self, F: np.ndarray) -> np.ndarray:
         """``y = sigmoid(F)``."""
         return expit(F)
 
-    def curvature(self, y: np.ndarray) -> np.ndarray:
-        """``B_n`` as an ``(N, 1, 1)`` array: ``y_n (1 - y_n)``."""
-        # Tipping (2001) eq. 25: beta_n = sigma(y_n) [1 - sigma(y_n)]
-        return (y * (1.0 - y))[:, None, None]
+    def irls(self, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The curvature ``B`` and the residual of the log likelihood at latent values ``F``.
+
+        Returns ``B_n = w_n y_n (1 - y_n)`` as an ``(N, 1, 1)`` array (minus the second
+        derivative in ``f_n``) and ``w_n (t_n - y_n)`` (the first derivative), computed
+        from ``sigmoid(F)`` and ``sigmoid(-F)`` without cancellation.
+        """
+        lower, upper = expit(-F), expit(F)  # 1 - y and y
+        # Tipping (2001) eq. 25: beta_n = sigma(y_n) [1 - sigma(y_n)], times w_n
+        curvature = self._weighted(upper * lower)[:, None, None]
+        return curvature, self._weighted(self.t * lower - (1.0 - self.t) * upper)
 
 
-class Categorical:
+class Categorical(_WeightedRows):
     """``K``-class targets with ``P(t_n = k) = softmax(phi_n^T W)_k`` (Bishop 2006, eq. 7.121).
 
     Parameters
@@ -102,11 +133,13 @@ class Categorical:
         Integer class codes ``0 .. K-1``.
     n_classes : int, optional
         ``K``; by default ``max(t) + 1``. Must be at least 2.
+    sample_weight : array of shape (N,), optional
+        Non-negative weight ``w_n`` of each row's log likelihood.
     """
 
     name = "categorical"
 
-    def __init__(self, t, n_classes: int | None = None):
+    def __init__(self, t, n_classes: int | None = None, sample_weight=None):
         t = np.asarray(t)
         codes = t.astype(np.int64) if t.dtype.kind in "biuf" else None
         if t.ndim != 1 or codes is None or not np.all(codes == t) or np.any(codes < 0):
@@ -125,22 +158,26 @@ class Categorical:
         # 1-of-K coding (Tipping 2001, eq. 28)
         self.target = np.zeros((t.size, K))
         self.target[np.arange(t.size), codes] = 1.0
+        self._set_weights(sample_weight, t.size)
 
     def log_likelihood(self, F: np.ndarray) -> float:
-        """``sum_n sum_k t_nk log y_nk`` with ``log y`` computed as ``F - logsumexp(F)``."""
+        """``sum_n w_n sum_k t_nk log y_nk`` with ``log y`` computed as ``F - logsumexp(F)``."""
         # Bishop (2006) eq. 7.122 (its logarithm), stable log-softmax
         log_y = F - logsumexp(F, axis=1, keepdims=True)
-        return float(np.sum(log_y[np.arange(F.shape[0]), self.codes]))
+        return float(np.sum(self._weighted(log_y[np.arange(F.shape[0]), self.codes])))
 
     def mean(self, F: np.ndarray) -> np.ndarray:
         """``y_nk = softmax(F_n)_k``."""
         # Bishop (2006) eq. 7.121
         return softmax(F, axis=1)
 
-    def curvature(self, y: np.ndarray) -> np.ndarray:
-        """``B_n = diag(y_n) - y_n y_n^T`` as an ``(N, K, K)`` array (Bishop 2006, eq. 4.110)."""
-        # Bishop (2006) eq. 4.110: y_nk (I_kj - y_nj)
-        return y[:, :, None] * (np.eye(self.n_outputs)[None] - y[:, None, :])
+    def irls(self, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The curvature blocks ``B_n = w_n (diag(y_n) - y_n y_n^T)``, an ``(N, K, K)`` array,
+        and the residual ``w_n (t_n - y_n)``, ``(N, K)``, at latent values ``F``."""
+        y = self.mean(F)
+        # Bishop (2006) eq. 4.110: y_nk (I_kj - y_nj), times w_n
+        curvature = y[:, :, None] * (np.eye(self.n_outputs)[None] - y[:, None, :])
+        return self._weighted(curvature), self._weighted(self.target - y)
 
 
 def weighted_cross(Phi_a: np.ndarray, W: np.ndarray, Phi_b: np.ndarray) -> np.ndarray:
@@ -205,8 +242,8 @@ def _objective(Phi, link, prior_diag, w):
     return data - 0.5 * float(np.sum(prior_diag * w.ravel() ** 2)), data, F
 
 
-def _precision(Phi, link, y, prior_diag):
-    H = weighted_cross(Phi, link.curvature(y), Phi)
+def _precision(Phi, curvature, prior_diag):
+    H = weighted_cross(Phi, curvature, Phi)
     # Tipping (2001) eq. 25: -grad grad log p = Phi^T B Phi + A
     H[np.diag_indices_from(H)] += prior_diag
     return H
@@ -268,10 +305,10 @@ def posterior_mode(
     n_iter = 0
     while n_iter < max_iter:
         n_iter += 1
-        y = link.mean(F)
-        # Tipping (2001) eq. 24-25 / Bishop (2006) eq. 7.110: Phi^T (t - y) - A w
-        grad = (Phi.T @ (link.target - y)).ravel() - prior_diag * w.ravel()
-        L = _linalg.cholesky(_precision(Phi, link, y, prior_diag))
+        curvature, residual = link.irls(F)
+        # Tipping (2001) eq. 24-25 / Bishop (2006) eq. 7.110: Phi^T W (t - y) - A w
+        grad = (Phi.T @ residual).ravel() - prior_diag * w.ravel()
+        L = _linalg.cholesky(_precision(Phi, curvature, prior_diag))
         delta = _linalg.cho_solve(L, grad).reshape(shape)
         small = np.max(np.abs(delta), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0))
         # Newton decrement grad^T H^-1 grad: twice the gain the step promises. Below
@@ -295,11 +332,10 @@ def posterior_mode(
         if f_new < f:
             # No ascent even along a tiny Newton step: the mode is found to rounding.
             converged = float(grad @ delta.ravel()) <= 1e-12 * (1.0 + abs(f))
-            return LaplaceMode(w, L, data, f, y, n_iter, converged)
+            return LaplaceMode(w, L, data, f, link.mean(F), n_iter, converged)
         w, f, data, F = w + step * delta, f_new, data_new, F_new
-    y = link.mean(F)
-    L = _linalg.cholesky(_precision(Phi, link, y, prior_diag))
-    return LaplaceMode(w, L, data, f, y, n_iter, converged)
+    L = _linalg.cholesky(_precision(Phi, link.irls(F)[0], prior_diag))
+    return LaplaceMode(w, L, data, f, link.mean(F), n_iter, converged)
 
 
 def log_evidence_laplace(mode: LaplaceMode, alpha: np.ndarray, a: float = 0.0, b: float = 0.0):

@@ -47,9 +47,10 @@ class Likelihood:
         The type-II solvers (:data:`bayes_rvm.solvers.SOLVERS`) that fit it; empty when the
         model is fitted by MCMC or VI only.
     make_link : callable or None
-        ``make_link(t)`` builds the classification likelihood the Laplace solvers take
-        (:class:`~bayes_rvm.laplace.Bernoulli`, :class:`~bayes_rvm.laplace.Categorical`);
-        ``None`` for Gaussian noise (the closed-form posterior).
+        ``make_link(t, sample_weight=None)`` builds the classification likelihood the
+        Laplace solvers take (:class:`~bayes_rvm.laplace.Bernoulli`,
+        :class:`~bayes_rvm.laplace.Categorical`), with optional per-row weights of the log
+        likelihood; ``None`` for Gaussian noise (the closed-form posterior).
     scale_objective : str or None
         Name of the function in :mod:`bayes_rvm.solvers.scales` giving the log evidence
         and its gradient in the log input scales; ``None``: scales cannot be learned.
@@ -62,7 +63,7 @@ class Likelihood:
     name: str
     link: str
     solvers: tuple[str, ...]
-    make_link: Callable[[np.ndarray], Bernoulli | Categorical] | None
+    make_link: Callable[..., Bernoulli | Categorical] | None
     scale_objective: str | None
     pymc: bool
     datatree: bool

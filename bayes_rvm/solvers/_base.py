@@ -182,14 +182,22 @@ class Type2Result:
         return predictive(Phi_active, self.mu, self.precision_chol, self.beta)
 
 
-def initial_alpha(sq_norms: np.ndarray, t: np.ndarray, n_active: int) -> np.ndarray:
+def initial_alpha(
+    sq_norms: np.ndarray, t: np.ndarray, n_active: int, weights: np.ndarray | None = None
+) -> np.ndarray:
     """Starting precisions for which the prior function variance equals ``mean(t^2)``.
 
     ``alpha_i = M ||phi_i||^2 / (N mean(t^2))`` makes ``mean_n sum_i phi_i(x_n)^2 / alpha_i``
-    equal ``mean(t^2)``; it is invariant to rescaling ``t`` or a column of ``Phi``.
+    equal ``mean(t^2)``; it is invariant to rescaling ``t`` or a column of ``Phi``. With
+    row ``weights`` ``w_n`` (``sq_norms`` then ``sum_n w_n phi_i(x_n)^2``) the means are
+    weighted and ``N`` is ``sum(w)``: the start of the rows repeated ``w_n`` times.
     """
-    power = float(np.mean(t**2)) or 1.0
-    return n_active * np.maximum(sq_norms, np.finfo(float).tiny) / (t.size * power)
+    if weights is None:
+        count, power = t.size, float(np.mean(t**2)) or 1.0
+    else:
+        count = float(np.sum(weights))
+        power = float(weights @ t**2) / count or 1.0
+    return n_active * np.maximum(sq_norms, np.finfo(float).tiny) / (count * power)
 
 
 def initial_noise_var(t: np.ndarray, fraction: float = 0.1) -> float:

@@ -232,9 +232,14 @@ def fit_type2(
     verbose : bool
         Print progress.
     sample_weight : array of shape (N,), optional
-        Non-negative weights (gaussian likelihood): row ``n`` has noise precision
-        ``beta w_n``, and the noise is learned as if there were ``sum(w)`` rows, so that a
-        weight of 2 gives the fit (and the evidence) of the row repeated twice.
+        Non-negative weights ``w_n``, so that a weight of 2 gives the fit (and the
+        evidence) of the row repeated twice, and a weight of 0 that of the row left out.
+        Gaussian likelihood: row ``n`` has noise precision ``beta w_n``, and the noise is
+        learned as if there were ``sum(w)`` rows. Bernoulli and categorical: the log
+        likelihood is ``sum_n w_n log p(t_n | y_n)``, so the IRLS curvature is
+        ``w_n y_n (1 - y_n)`` (softmax: ``w_n (diag(y_n) - y_n y_n^T)``) and the gradient
+        residual ``w_n (t_n - y_n)`` (:class:`~bayes_rvm.laplace.Bernoulli`,
+        :class:`~bayes_rvm.laplace.Categorical`).
 
     Returns
     -------
@@ -277,7 +282,9 @@ def fit_type2(
     basis = as_basis(Phi)
     t = check_target(t, basis.n_rows)
     noise_var = check_noise_var(noise_var)
-    link = None if model.make_link is None else model.make_link(t)
+    weights = check_sample_weight(sample_weight, basis.n_rows)
+    # classification: each row's log likelihood weighted by w_n (Laplace mode and evidence)
+    link = None if model.make_link is None else model.make_link(t, sample_weight=weights)
     if link is not None and noise_var is not None:
         raise ValueError(
             f"noise_var applies to the gaussian likelihood only; got noise_var={noise_var} "
@@ -295,15 +302,15 @@ def fit_type2(
                 f"{n_weights} x {n_weights} Hessian ({8 * n_weights**2 / 1e9:.2g} GB). Use "
                 "one-vs-rest (RVC(multi_class='ovr')), fewer samples or fewer classes"
             )
-    weights = check_sample_weight(sample_weight, basis.n_rows)
-    fitted_basis, fitted_t, solver_prior = basis, t, prior
-    if weights is not None:
-        if link is not None:
-            raise ValueError("sample_weight is supported for the gaussian likelihood only")
+    # the columns are scaled by their norms over the weighted rows, W^(1/2) Phi: the
+    # scaling of the rows repeated w_n times
+    weighted_basis = basis if weights is None else RowWeightedBasis(basis, weights)
+    fitted_basis, fitted_t = basis, t
+    if weights is not None and link is None:
         # noise precision beta w_n: the plain model on W^(1/2) Phi, W^(1/2) t, with the
         # noise updates counting sum(w) rows (eq. 46, 50: N + 2c)
-        fitted_basis, fitted_t = RowWeightedBasis(basis, weights), np.sqrt(weights) * t
-    scaling = _Scaling.of(fitted_basis, fitted_t if link is None else None, prior)
+        fitted_basis, fitted_t = weighted_basis, np.sqrt(weights) * t
+    scaling = _Scaling.of(weighted_basis, fitted_t if link is None else None, prior)
     weight_total = basis.n_rows if weights is None else float(np.sum(weights))
     solver_prior = scaling.prior.with_noise_shape(
         scaling.prior.c + 0.5 * (weight_total - basis.n_rows)

@@ -218,9 +218,12 @@ class LaplaceStep:
         self.K = link.n_outputs
 
     def initial_alpha(self) -> np.ndarray:
-        # prior variance of each latent function equal to 1 on average
+        # prior variance of each latent function equal to 1 on average over the (weighted) rows
         n, n_basis = self.Phi.shape
-        return initial_alpha(np.einsum("ij,ij->j", self.Phi, self.Phi), np.ones(n), n_basis)
+        if self.link.weights is None:
+            return initial_alpha(np.einsum("ij,ij->j", self.Phi, self.Phi), np.ones(n), n_basis)
+        weights = self.link.weights
+        return initial_alpha(weights @ self.Phi**2, np.ones(n), n_basis, weights)
 
     def state(self, active, alpha, beta, warm) -> State:
         mode = laplace.posterior_mode(self.Phi[:, active], self.link, alpha, warm)
@@ -249,15 +252,13 @@ class LaplaceStep:
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
         inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
         Phi_in, Phi_act = self.Phi[:, inactive], self.Phi[:, active]
-        F = Phi_act @ state.mu
-        y = self.link.mean(F)
-        W = self.link.curvature(y)
+        W, residual = self.link.irls(Phi_act @ state.mu)
         cross = laplace.weighted_cross(Phi_in, W, Phi_act)
         # phi_m^T B phi_m (K x K blocks)
         own = np.einsum("nm,nkj->mkj", Phi_in**2, W)
         # Bishop (2006) eq. 7.117 and Tipping & Faul (2003) eq. 25: at the mode
-        # Q_m = phi_m^T B (t^ - Phi mu) = phi_m^T (t - y)
-        Q = Phi_in.T @ (self.link.target - y)
+        # Q_m = phi_m^T B (t^ - Phi mu) = phi_m^T W (t - y)
+        Q = Phi_in.T @ residual
         if self.K == 1:
             weighted_t = Q + cross @ state.mu
             S, Q = sparsity_quality(cross, own[:, 0, 0], weighted_t, state.L, state.mu)

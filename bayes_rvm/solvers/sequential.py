@@ -116,7 +116,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.special import expit
 
 from bayes_rvm import _linalg
 from bayes_rvm.basis import Basis, as_basis
@@ -1028,11 +1027,10 @@ class _Mode:
 
     def weigh(self, run: _Run, F: np.ndarray) -> None:
         """The weighted problem at latent values ``F = Phi_a mu`` (all of ``run.ws``)."""
-        ws, t = run.ws, self.link.t
-        lower, upper = expit(-F), expit(F)  # 1 - y and y without cancellation
-        # Tipping (2001) eq. 25: B = diag(y (1 - y))
-        weights = upper * lower
-        residual = t * lower - (1.0 - t) * upper  # t - y
+        ws = run.ws
+        # Tipping (2001) eq. 25: B = diag(w y (1 - y)), and the residual w (t - y)
+        curvature, residual = self.link.irls(F)
+        weights = curvature[:, 0, 0]
         M = ws.M
         run.cache.reweight(weights)
         # Tipping & Faul (2003) Sec. 4: B t^ = B F + (t - y)
