@@ -7,15 +7,19 @@ The estimators only orchestrate: validate, build the basis, call
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass
 from typing import ClassVar
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.utils import check_random_state
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from bayes_rvm._progress import ProgressLine
 from bayes_rvm._validation import (
     check_bool,
     check_class_labels,
@@ -34,7 +38,7 @@ from bayes_rvm._validation import (
 )
 from bayes_rvm.augmented import augmented_predictive, default_alpha_star
 from bayes_rvm.basis import ExtraColumns, KernelBasis, PrecomputedBasis, choose_centres
-from bayes_rvm.kernels import check_gamma, check_kernel, get_kernel
+from bayes_rvm.kernels import Kernel, check_gamma, check_kernel, get_kernel
 from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
 from bayes_rvm.solvers import SOLVER_CHOICES, default_solver, fit_type2, fit_type2_scales
 
@@ -58,6 +62,21 @@ def _check_n_jobs(value, name: str) -> int:
     value = check_positive_int(value, name, minimum=-(2**31))
     if value == 0:
         raise ValueError(f"{name} must be a nonzero integer (-1 for every core), got 0")
+    return value
+
+
+def _check_class_weight(value, name: str):
+    """``class_weight``: "balanced" or a mapping class label -> weight >= 0 (the labels are
+    checked against the classes at fit)."""
+    if isinstance(value, str):
+        return lookup(("balanced",), value, name)
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"{name} must be None, 'balanced' or a dict class label -> weight, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    for label, weight in value.items():
+        check_nonnegative(weight, f"{name}[{label!r}]")
     return value
 
 
@@ -87,8 +106,32 @@ def _check_centres(value, name: str):
 _SCALED_KERNELS = ("rbf", "laplacian", "poly")
 
 
+@dataclass(repr=False, eq=False)
 class _BaseRVM(BaseEstimator):
-    """Shared plumbing: kernel and basis from the constructor options, fitted attributes."""
+    """Shared plumbing: kernel and basis from the constructor options, fitted attributes.
+
+    The constructor parameters are dataclass fields: the shared ones here, each
+    estimator's own in its class (keyword-only). The generated ``__init__`` only stores
+    them, with an explicit signature, which is what scikit-learn's ``get_params``,
+    ``clone`` and ``check_estimator`` read.
+    """
+
+    kernel: str | Kernel | Callable = "rbf"
+    _: KW_ONLY
+    gamma: float | np.ndarray | str = "scale"
+    degree: int = 3
+    coef0: float = 1.0
+    bias: bool = True
+    solver: str = "auto"
+    a: float = 0.0
+    b: float = 0.0
+    max_iter: int | None = None
+    tol: float = 1e-6
+    optimize_scales: bool = False
+    extra_columns: Sequence | None = None
+    centres: int | np.ndarray | None = None
+    random_state: int | np.random.RandomState | None = None
+    verbose: bool | int = False
 
     #: Parameter name -> ``check(value, name)``, run at the start of every fit
     #: (:func:`~bayes_rvm._validation.validate_parameters`).
@@ -331,6 +374,7 @@ PREDICTIVE = {
 }
 
 
+@dataclass(repr=False, eq=False, kw_only=True)
 class RVR(RegressorMixin, _BaseRVM):
     """Relevance vector regression (Tipping 2001, Sec. 2).
 
@@ -456,48 +500,10 @@ or callable, default="rbf"
     True
     """
 
-    def __init__(
-        self,
-        kernel="rbf",
-        *,
-        gamma="scale",
-        degree=3,
-        coef0=1.0,
-        bias=True,
-        solver="auto",
-        a=0.0,
-        b=0.0,
-        c=0.0,
-        d=0.0,
-        noise_var=None,
-        max_iter=None,
-        tol=1e-6,
-        optimize_scales=False,
-        extra_columns=None,
-        predictive="paper",
-        centres=None,
-        random_state=None,
-        verbose=False,
-    ):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.bias = bias
-        self.solver = solver
-        self.a = a
-        self.b = b
-        self.c = c
-        self.d = d
-        self.noise_var = noise_var
-        self.max_iter = max_iter
-        self.tol = tol
-        self.optimize_scales = optimize_scales
-        self.extra_columns = extra_columns
-        self.predictive = predictive
-        self.centres = centres
-        self.random_state = random_state
-        self.verbose = verbose
+    c: float = 0.0
+    d: float = 0.0
+    noise_var: float | None = None
+    predictive: str = "paper"
 
     def fit(self, X, y, sample_weight=None):
         """Fit the hyperparameters by type-II maximum likelihood; returns ``self``.
@@ -623,6 +629,7 @@ MULTI_CLASS = {
 }
 
 
+@dataclass(repr=False, eq=False, kw_only=True)
 class RVC(ClassifierMixin, _BaseRVM):
     """Relevance vector classification (Tipping 2001, Sec. 3).
 
@@ -743,48 +750,12 @@ or callable, default="rbf"
     True
     """
 
-    def __init__(
-        self,
-        kernel="rbf",
-        *,
-        gamma="scale",
-        degree=3,
-        coef0=1.0,
-        bias=True,
-        solver="auto",
-        a=0.0,
-        b=0.0,
-        multi_class="ovr",
-        moderated=False,
-        max_iter=None,
-        tol=1e-6,
-        optimize_scales=False,
-        extra_columns=None,
-        centres=None,
-        random_state=None,
-        verbose=False,
-        n_jobs=None,
-    ):
-        self.kernel = kernel
-        self.gamma = gamma
-        self.degree = degree
-        self.coef0 = coef0
-        self.bias = bias
-        self.solver = solver
-        self.a = a
-        self.b = b
-        self.n_jobs = n_jobs
-        self.multi_class = multi_class
-        self.moderated = moderated
-        self.max_iter = max_iter
-        self.tol = tol
-        self.optimize_scales = optimize_scales
-        self.extra_columns = extra_columns
-        self.centres = centres
-        self.random_state = random_state
-        self.verbose = verbose
+    multi_class: str = "ovr"
+    moderated: bool = False
+    class_weight: str | Mapping | None = None
+    n_jobs: int | None = None
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the hyperparameters by type-II maximum likelihood; returns ``self``.
 
         Parameters
@@ -796,6 +767,14 @@ or callable, default="rbf"
         y : array-like of shape (n_samples,)
             Class labels of any one type: integers, integral floats, booleans, strings,
             or other sortable objects (an object array of numbers counts as numbers).
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights ``w_n`` of the samples' log likelihoods,
+            ``sum_n w_n log P(t_n | x_n)`` (a weighted Bernoulli or softmax likelihood in
+            the Laplace mode and evidence): a weight of 2 fits as the sample repeated
+            twice on the same basis functions, a weight of 0 as the sample left out
+            (its kernel function stays a candidate). Multiplied by the weights of
+            ``class_weight``. One-vs-rest passes them to each binary classifier. Not with
+            ``optimize_scales``.
 
         Raises
         ------
@@ -814,15 +793,16 @@ or callable, default="rbf"
             When every basis function is pruned: the model then predicts probability
             1/K for every class (ties go to the first class of ``classes_``).
         """
-        return self._fit_atomic(X, y)
+        return self._fit_atomic(X, y, sample_weight=sample_weight)
 
     _parameter_constraints = _BaseRVM._parameter_constraints | {
         "multi_class": one_of(MULTI_CLASS),
         "moderated": check_bool,
+        "class_weight": none_or(_check_class_weight),
         "n_jobs": none_or(_check_n_jobs),
     }
 
-    def _fit(self, X, y) -> None:
+    def _fit(self, X, y, sample_weight=None) -> None:
         validate_parameters(self)
         if y is not None:  # None: validate_data says that y is required
             check_no_missing_labels(y)
@@ -835,12 +815,11 @@ or callable, default="rbf"
                 "RVC needs training labels of at least 2 classes; y holds only one class "
                 f"({self.classes_[0]!r})"
             )
+        sample_weight = self._sample_weight(codes, check_sample_weight(sample_weight, y.size))
         if n_classes > 2 and self.multi_class == "ovr":
             # the same candidate centres for every classifier
             centres = choose_centres(X, self.centres, self.random_state)
-            self.estimators_ = Parallel(n_jobs=self.n_jobs)(
-                delayed(self._fit_one_vs_rest)(X, codes, k, centres) for k in range(n_classes)
-            )
+            self.estimators_ = self._fit_one_vs_rest(X, codes, centres, sample_weight)
             self.kernel_ = self.estimators_[0].kernel_
             self.relevance_indices_ = np.unique(
                 np.concatenate([e.relevance_indices_ for e in self.estimators_])
@@ -853,20 +832,85 @@ or callable, default="rbf"
             self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
             return
         likelihood = "bernoulli" if n_classes == 2 else "categorical"
-        self._fit_type2(X, codes, likelihood)
+        self._fit_type2(X, codes, likelihood, sample_weight)
         self.n_relevance_ = int(self.relevance_indices_.size)
 
-    def _fit_one_vs_rest(self, X: np.ndarray, codes: np.ndarray, k: int, centres) -> RVC:
-        """The binary classifier of class ``k`` against the rest, on the given candidate
-        centres."""
-        if self.verbose:
-            print(
-                f"[RVC] one-vs-rest: fitting class {k + 1} of {self.classes_.size} "
-                f"({np.asarray(self.classes_[k]).tolist()!r} against the rest)",
-                flush=True,
+    def _sample_weight(self, codes: np.ndarray, sample_weight: np.ndarray | None):
+        """``sample_weight`` times the weight of each sample's class (``class_weight``, as
+        :func:`sklearn.utils.class_weight.compute_class_weight`: "balanced" gives class
+        ``k`` the weight ``n / (K n_k)``, with ``n`` and ``n_k`` counted with the sample
+        weights); ``None`` when neither is given."""
+        if self.class_weight is None:
+            return sample_weight
+        K = self.classes_.size
+        if isinstance(self.class_weight, str):  # "balanced"
+            per_class = compute_class_weight(
+                "balanced", classes=np.arange(K), y=codes, sample_weight=sample_weight
             )
-        binary = clone(self).set_params(n_jobs=None, centres=centres)
-        return binary.fit(X, (codes == k).astype(np.int64))
+        else:
+            index = {label: k for k, label in enumerate(self.classes_.tolist())}
+            unknown = [label for label in self.class_weight if label not in index]
+            if unknown:
+                raise ValueError(
+                    f"class_weight has weights for {unknown!r}, which are not classes of y; "
+                    f"the classes are {self.classes_.tolist()!r}"
+                )
+            per_class = np.ones(K)
+            for label, weight in self.class_weight.items():
+                per_class[index[label]] = weight
+        weights = per_class[codes] if sample_weight is None else per_class[codes] * sample_weight
+        if not np.all(np.isfinite(weights)) or not np.any(weights > 0):
+            raise ValueError(
+                "class_weight and sample_weight together give every sample weight 0 (or a "
+                f"class of total weight 0 with class_weight='balanced'); class weights: "
+                f"{dict(zip(self.classes_.tolist(), per_class.tolist(), strict=True))}"
+            )
+        return weights
+
+    def _fit_one_vs_rest(
+        self, X: np.ndarray, codes: np.ndarray, centres, sample_weight
+    ) -> list[RVC]:
+        """One binary classifier per class against the rest, on the given candidate
+        centres, in parallel with ``n_jobs``; with ``verbose``, each is reported as it
+        finishes (from this process, also when the fits run in workers)."""
+        K = self.classes_.size
+        jobs = (
+            delayed(self._fit_binary)(X, (codes == k).astype(np.int64), centres, sample_weight)
+            for k in range(K)
+        )
+        progress = None
+        if self.verbose:
+            # the solvers print their own progress from verbose=2 on: then no bar
+            progress = ProgressLine(K, "RVC", bar=None if self.verbose == 1 else False)
+        estimators = []
+        try:
+            for k, (estimator, seconds) in enumerate(
+                Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)
+            ):
+                estimators.append(estimator)
+                if progress is not None:
+                    label = np.asarray(self.classes_[k]).tolist()
+                    progress.step(
+                        f"class {label!r} ({k + 1} of {K}) against the rest: "
+                        f"{estimator.n_relevance_} relevance vectors in {seconds:.2f} s"
+                    )
+        finally:
+            if progress is not None:
+                progress.close()
+        return estimators
+
+    def _fit_binary(
+        self, X: np.ndarray, targets: np.ndarray, centres, sample_weight
+    ) -> tuple[RVC, float]:
+        """One classifier of one-vs-rest (``targets`` 0 / 1) and its time in seconds. The
+        class weights are already in ``sample_weight``; its solver prints its progress
+        from ``verbose=2`` on."""
+        start = time.perf_counter()
+        binary = clone(self).set_params(
+            n_jobs=None, centres=centres, class_weight=None, verbose=max(int(self.verbose) - 1, 0)
+        )
+        binary.fit(X, targets, sample_weight=sample_weight)
+        return binary, time.perf_counter() - start
 
     def _latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latent mean and variance at validated inputs (binary / multinomial fits)."""

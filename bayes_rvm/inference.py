@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-import sys
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -45,6 +44,7 @@ from scipy import stats
 from scipy.special import log_expit, log_softmax, logsumexp
 
 from bayes_rvm import _linalg
+from bayes_rvm._progress import interactive
 from bayes_rvm._validation import (
     check_design,
     check_open_unit,
@@ -450,18 +450,9 @@ def _fit_attrs(spec, fit: str, method: str, diagnostics: str) -> dict:
     }
 
 
-def _interactive() -> bool:
-    """A terminal or a notebook: where PyMC's progress bar is useful."""
-    if sys.stderr is not None and hasattr(sys.stderr, "isatty") and sys.stderr.isatty():
-        return True
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return shell is not None and hasattr(shell, "kernel")
-
-
 def _check_progressbar(progressbar):
     if progressbar is None:
-        return _interactive()
+        return interactive()
     if not isinstance(progressbar, bool):
         raise TypeError(f"progressbar must be True, False or None, got {progressbar!r}")
     return progressbar

@@ -23,8 +23,6 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from bayes_rvm._validation import lookup
 from bayes_rvm.laplace import Bernoulli, Categorical
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import re
+
 import numpy as np
 import pytest
 
 from bayes_rvm import RVC
+from bayes_rvm._progress import ProgressLine
 
 
 @pytest.fixture(scope="module")
@@ -24,12 +28,71 @@ def test_parallel_one_vs_rest_is_the_serial_fit(three_classes):
     assert all(e.n_jobs is None for e in parallel.estimators_)
 
 
-def test_verbose_one_vs_rest_names_each_class(three_classes, capsys):
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_verbose_one_vs_rest_reports_each_class(three_classes, capsys, n_jobs):
     X, y = three_classes
-    RVC(verbose=True).fit(X, y)
+    model = RVC(verbose=True, n_jobs=n_jobs).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    # one line per classifier, written by this process as each finishes (also when the
+    # fits run in joblib's workers), and no solver output at verbose=1
+    assert len(lines) == 3
+    for k, (label, line, estimator) in enumerate(
+        zip("abc", lines, model.estimators_, strict=True), start=1
+    ):
+        assert line.startswith(f"[RVC] class '{label}' ({k} of 3) against the rest: ")
+        assert f" {estimator.n_relevance_} relevance vectors in " in line
+        assert line.endswith(" s elapsed")
+
+
+def test_verbose_two_adds_the_solvers_progress(three_classes, capsys):
+    X, y = three_classes
+    RVC(verbose=2, solver="mackay").fit(X, y)
     out = capsys.readouterr().out
-    for k, label in enumerate("abc", start=1):
-        assert f"fitting class {k} of 3 ('{label}' against the rest)" in out
+    assert out.count("[mackay] iter 1:") == 3
+    assert out.count("[RVC] class ") == 3
+
+
+def test_not_verbose_prints_nothing(three_classes, capsys):
+    X, y = three_classes
+    RVC(n_jobs=2).fit(X, y)
+    RVC().fit(X, y)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_progress_bar_rewrites_its_line():
+    """On a terminal or in a notebook the bar is redrawn in place: each finished step's
+    line overwrites the bar (padded over it), and the bar is drawn again below."""
+    stream = io.StringIO()
+    progress = ProgressLine(2, "RVC", stream=stream, bar=True)
+    progress.step("class 'a' (1 of 2)")
+    progress.step("class 'b' (2 of 2)")
+    progress.close()
+    screen = [
+        re.sub(r"[0-9.]+ s elapsed", "T s elapsed", line) for line in _render(stream.getvalue())
+    ]
+    assert [line.rstrip() for line in screen] == [
+        "[RVC] class 'a' (1 of 2); T s elapsed",
+        "[RVC] class 'b' (2 of 2); T s elapsed",
+        "",
+    ]
+    assert "[##########..........] 1/2" in stream.getvalue()
+
+
+def _render(text: str) -> list[str]:
+    """What a terminal shows for ``text``: a carriage return moves to the start of the
+    line, and what follows overwrites it."""
+    lines, column = [""], 0
+    for char in text:
+        if char == "\n":
+            lines.append("")
+            column = 0
+        elif char == "\r":
+            column = 0
+        else:
+            line = lines[-1]
+            lines[-1] = line[:column] + char + line[column + 1 :]
+            column += 1
+    return lines
 
 
 @pytest.mark.parametrize(("n_jobs", "error"), [(0, ValueError), (1.5, TypeError)])
