@@ -67,8 +67,6 @@ INTERPOLATION_EXPECTED = pytest.mark.filterwarnings(
 
 def _expected_failures(estimator) -> dict[str, str]:
     """Checks an RVM cannot pass by design."""
-    if not isinstance(estimator, RVR):
-        return {}
     return {
         "check_sample_weight_equivalence_on_dense_data": (
             "the basis is a kernel centred on every training row: repeating or removing a "

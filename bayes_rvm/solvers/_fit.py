@@ -302,15 +302,12 @@ def fit_type2(
                 f"{n_weights} x {n_weights} Hessian ({8 * n_weights**2 / 1e9:.2g} GB). Use "
                 "one-vs-rest (RVC(multi_class='ovr')), fewer samples or fewer classes"
             )
-    # the columns are scaled by their norms over the weighted rows, W^(1/2) Phi: the
-    # scaling of the rows repeated w_n times
-    weighted_basis = basis if weights is None else RowWeightedBasis(basis, weights)
     fitted_basis, fitted_t = basis, t
     if weights is not None and link is None:
         # noise precision beta w_n: the plain model on W^(1/2) Phi, W^(1/2) t, with the
         # noise updates counting sum(w) rows (eq. 46, 50: N + 2c)
-        fitted_basis, fitted_t = weighted_basis, np.sqrt(weights) * t
-    scaling = _Scaling.of(weighted_basis, fitted_t if link is None else None, prior)
+        fitted_basis, fitted_t = RowWeightedBasis(basis, weights), np.sqrt(weights) * t
+    scaling = _Scaling.of(fitted_basis, fitted_t if link is None else None, prior)
     weight_total = basis.n_rows if weights is None else float(np.sum(weights))
     solver_prior = scaling.prior.with_noise_shape(
         scaling.prior.c + 0.5 * (weight_total - basis.n_rows)
