@@ -443,7 +443,8 @@ or callable, default="rbf"
         vectors are the kept centres (``basis_.centres`` holds all of them).
     random_state : None, int or numpy.random.RandomState, default=None
         Seed of k-means++ when ``centres`` is an int.
-    verbose : bool, default=False
+    verbose : bool or int, default=False
+        Print the solver's progress (every 50 iterations, and its steps).
 
     Attributes
     ----------
@@ -693,8 +694,21 @@ or callable, default="rbf"
         with one-vs-rest every classifier gets the same candidates.
     random_state : None, int or numpy.random.RandomState, default=None
         Seed of k-means++ when ``centres`` is an int.
-    verbose : bool, default=False
-        Print the solvers' progress; with one-vs-rest, also which class is being fitted.
+    verbose : bool or int, default=False
+        Print progress. Binary and multinomial fits: the solver's iterations. One-vs-rest:
+        ``True`` (or 1) prints a line per classifier as it finishes (its class label,
+        ``k of K``, relevance vectors, time) and, on a terminal or in a notebook, a
+        progress bar that rewrites itself; also with ``n_jobs`` (this process reports the
+        fits of the workers). 2 adds each classifier's solver iterations (without the
+        bar). Nothing is printed with ``False``.
+    class_weight : None, "balanced" or dict, default=None
+        Weights of the classes, multiplied into ``sample_weight`` (scikit-learn's
+        convention, :func:`sklearn.utils.class_weight.compute_class_weight`). A dict maps
+        class labels to weights >= 0 (classes not listed weigh 1; a label that is not a
+        class is an error). "balanced" gives class ``k`` the weight ``n / (K n_k)``,
+        with the ``n`` samples and the ``n_k`` of class ``k`` counted with their sample
+        weights, so that every class weighs the same in the likelihood. One-vs-rest
+        weighs the samples by their own class in every binary classifier.
     n_jobs : int, optional
         With one-vs-rest, the number of classifiers fitted in parallel (joblib; ``-1``:
         every core, ``None``: one unless in a ``joblib.parallel_config`` context).
