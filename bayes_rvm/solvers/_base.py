@@ -192,6 +192,7 @@ def initial_alpha(
     row ``weights`` ``w_n`` (``sq_norms`` then ``sum_n w_n phi_i(x_n)^2``) the means are
     weighted and ``N`` is ``sum(w)``: the start of the rows repeated ``w_n`` times.
     """
+    count: float
     if weights is None:
         count, power = t.size, float(np.mean(t**2)) or 1.0
     else:
