@@ -858,6 +858,13 @@ or callable, default="rbf"
             return sample_weight
         K = self.classes_.size
         if isinstance(self.class_weight, str):  # "balanced"
+            totals = np.bincount(codes, weights=sample_weight, minlength=K)
+            if not np.all(totals > 0):
+                empty = self.classes_[np.flatnonzero(totals == 0)].tolist()
+                raise ValueError(
+                    "class_weight='balanced' divides by the total sample weight of each "
+                    f"class; classes {empty!r} have total weight 0"
+                )
             per_class = compute_class_weight(
                 "balanced", classes=np.arange(K), y=codes, sample_weight=sample_weight
             )
@@ -873,11 +880,10 @@ or callable, default="rbf"
             for label, weight in self.class_weight.items():
                 per_class[index[label]] = weight
         weights = per_class[codes] if sample_weight is None else per_class[codes] * sample_weight
-        if not np.all(np.isfinite(weights)) or not np.any(weights > 0):
+        if not np.any(weights > 0):
             raise ValueError(
-                "class_weight and sample_weight together give every sample weight 0 (or a "
-                f"class of total weight 0 with class_weight='balanced'); class weights: "
-                f"{dict(zip(self.classes_.tolist(), per_class.tolist(), strict=True))}"
+                "class_weight and sample_weight together give every sample weight 0; class "
+                f"weights: {dict(zip(self.classes_.tolist(), per_class.tolist(), strict=True))}"
             )
         return weights
 

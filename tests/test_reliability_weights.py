@@ -181,6 +181,12 @@ def test_invalid_class_weight_is_named(blobs, class_weight, error, match):
         RVC(class_weight=class_weight).fit(X, y)
 
 
+def test_balanced_needs_weight_in_every_class(blobs):
+    X, y, _, _ = blobs
+    with pytest.raises(ValueError, match=r"classes \['a'\] have total weight 0"):
+        RVC(class_weight="balanced").fit(X, y, sample_weight=(y != "a").astype(float))
+
+
 @pytest.mark.parametrize(
     "weights", [np.full(45, -1.0), np.zeros(45), np.ones(5), np.full(45, np.inf)]
 )
