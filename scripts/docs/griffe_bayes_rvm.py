@@ -11,7 +11,9 @@ The docstrings are numpydoc, written to read well in ``help()`` and Sphinx. For 
   target must be on an API page (else the strict build fails on the unresolved reference);
   a private one (``_compress``) links where a page shows it and is inline code elsewhere.
 - Private base classes (``_BaseRVM``) are dropped from the bases shown under a class;
-  their public methods are documented on the public class as inherited members.
+  their public methods are documented on the public class as inherited members. griffe's
+  ``dataclasses`` extension must run first (listed before this one in mkdocs.yml): it
+  reads the constructor parameters the estimators inherit from their private base.
 """
 
 from __future__ import annotations
