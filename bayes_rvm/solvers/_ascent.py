@@ -99,6 +99,15 @@ class Ascent:
         self.steps = 0
         self.polish = polish  # joint Newton steps on the tail (regression only)
 
+    def record(self, log_ev: float, *, first: bool = False) -> float:
+        """The objective is now ``log_ev`` (after an outer update or new products): it
+        joins the path (``first``: the path starts at it). Returns the change."""
+        gain, self.log_ev = log_ev - self.log_ev, log_ev
+        if first:
+            self.path = []
+        self.path.append(log_ev)
+        return gain
+
     def add(self, j: int, alpha_j: float, ranked: np.ndarray) -> None:
         column, cross = self.cache.get(j, ranked)
         self.position[j] = self.ws.M

@@ -60,8 +60,7 @@ class NoiseLoop:
         self.probe = False
         ws.refresh(beta_new)
         log_ev = gaussian_log_evidence(ws, self.prior, noise_fixed=False)
-        gain, run.log_ev = log_ev - run.log_ev, log_ev
-        run.path.append(log_ev)
+        gain = run.record(log_ev)
         if self.verbose:
             print(
                 f"[sequential] noise update after step {run.steps}: M={ws.M} "
@@ -140,8 +139,7 @@ class ModeLoop:
                 self.radius = min(2.0 * self.radius, self.schedule.mode_gain_max)
             elif ratio < 0.25:
                 self.radius = max(0.5 * self.radius, self.schedule.mode_gain_min)
-        gain, run.log_ev = log_ev - run.log_ev, log_ev
-        run.path.append(log_ev)
+        gain = run.record(log_ev)
         self.anchor = log_ev
         if self.verbose:
             print(

@@ -183,7 +183,7 @@ def fit(
         outer.weigh(run, np.zeros(t.size))  # the empty model: y = 1/2 everywhere
         run.add_first(usable)
         outer.update(run)
-        run.path = [run.log_ev]
+        run.record(run.log_ev, first=True)  # the path starts at the first mode
         status = run.ascend(outer, stale=False)
         if status is Outcome.STALLED:
             outer.restore_best(run)
@@ -207,8 +207,7 @@ def fit(
         else:
             cross = basis.transpose_dot(ws.Phi[:, : ws.M]) / scales[:, None]
             ws.rebase(cross, compression.phi_t, unit, ws.beta)
-            run.log_ev = gaussian_log_evidence(ws, prior, noise_fixed)
-            run.path.append(run.log_ev)
+            run.record(gaussian_log_evidence(ws, prior, noise_fixed))
             if outer is not None:
                 outer.probe = False
         status = run.ascend(outer, stale=isinstance(outer, NoiseLoop))
@@ -313,8 +312,7 @@ def _start_gaussian(
     run.ws.refresh(beta)
     run.add_first(usable)
     run.ws.refresh(beta)
-    run.log_ev = gaussian_log_evidence(run.ws, prior, noise_fixed)
-    run.path = [run.log_ev]
+    run.record(gaussian_log_evidence(run.ws, prior, noise_fixed), first=True)
 
 
 def _result(
