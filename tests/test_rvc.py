@@ -147,7 +147,7 @@ def test_sequential_classification_without_a_dense_basis():
 def test_sequential_stops_a_cycle_at_its_best_model(rng):
     """A marginal column that helps at the mode without it and hurts at the mode with it
     (B depends on alpha, which the steps ignore) is added and deleted in turn: the run
-    stops after MODE_STALL mode updates without progress, at the best model seen. Here
+    stops after mode_stall mode updates without progress, at the best model seen. Here
     that is a local optimum 0.23 nats below MacKay's (another active set)."""
     X, y, _ = _two_moons_like(rng, 60)
     basis = KernelBasis(X, RBF(1.0))

@@ -187,7 +187,7 @@ class Ascent:
         last update, and before a step it says is :meth:`~OuterLoop.due`. Returns
         ``CONVERGED``, ``MAX_ITER``, or the ``ABOVE`` / ``STALLED`` of an update.
 
-        The candidates' gains are brought up to date (:meth:`_Workspace.flush`) before an
+        The candidates' gains are brought up to date (:meth:`Workspace.flush`) before an
         add is taken on them; while an active column offers more than every inactive one
         did at the last flush, the steps stay on the active set.
         """
