@@ -115,8 +115,9 @@ class CompressedCrosses(CrossCache):
         basis: Basis,
         scales: np.ndarray,
         compression: Compression,
-        project: bool,
         schedule: LargeSchedule,
+        *,
+        project: bool,
     ):
         super().__init__(basis, scales, schedule.compressed_prefetch, schedule.cache_bytes)
         self.B = compression.B

@@ -30,10 +30,10 @@ class NoiseLoop:
     noise optimum and restarts lower, below :attr:`estimate` (the precision it found).
     """
 
-    def __init__(self, prior: Prior, floor: float, restart_below: float, verbose: bool):
+    def __init__(self, prior: Prior, floor: float, schedule: LargeSchedule, verbose: bool):
         self.prior = prior
         self.floor = floor
-        self.restart_below = restart_below
+        self.restart_below = schedule.restart_below
         self.verbose = verbose
         self.probe = True
         self.estimate = np.nan

@@ -56,6 +56,7 @@ Bishop, C. M. (2006). Pattern Recognition and Machine Learning, Sec. 7.2.2.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -139,88 +140,135 @@ def fit(
     # fixed the joint Newton steps of the large path reach better optima (docs/benchmarks.md).
     if link is None and noise_var is None and n_bytes <= schedule.dense_bytes:
         return _fit_compiled(basis, t, prior, stop, schedule)
-    dense = link is not None and n_bytes <= large.mode_dense_bytes
-    if dense:
+    if link is not None and n_bytes <= large.mode_dense_bytes:
         basis = as_basis(basis.toarray())
-        compression = Compression.none(basis, t)
+        products = _Products.of(basis, Compression.none(basis, t), t, large, dense=True)
     else:
-        compression = compress(basis, t, large)
-    sq_norms = compression.sq_norms
-    usable = sq_norms > 0
-    if not usable.any():
-        raise ValueError("expected a design matrix with a nonzero column, got all zeros")
-    scales = np.where(usable, np.sqrt(sq_norms), 1.0)
-    unit = usable.astype(np.float64)
-    size = 1 if dense else min(large.prefetch, basis.n_columns)
-    exact_cache = CrossCache(basis, scales, size, large.cache_bytes)
-    approximate = compression.rank > 0 and compression.leftover > large.exact_residual
-    cache: Crosses = exact_cache
-    start_phi_t, start_unit = compression.phi_t, unit
-    if approximate:  # first run on the projected basis U U^T Phi~: a model of its own
-        B, U = compression.B, compression.U
-        cache = CompressedCrosses(basis, scales, compression, True, large)
-        start_phi_t, start_unit = B @ (U.T @ t), np.einsum("ij,ij->i", B, B)
-    elif compression.rank:
-        cache = CompressedCrosses(basis, scales, compression, False, large)
-    outer: NoiseLoop | ModeLoop | None
+        products = _Products.of(basis, compress(basis, t, large), t, large, dense=False)
     if link is None:
         noise_fixed = noise_var is not None
         beta = 1.0 / (
             noise_var if noise_var is not None else initial_noise_var(t, large.start_noise)
         )
-        ws = Workspace(t, start_phi_t, start_unit, beta, large)
-        run = Ascent(ws, cache, stop, polish=True)
-        outer = (
-            None
-            if noise_fixed
-            else NoiseLoop(prior, noise_var_floor(t), large.restart_below, verbose)
-        )
-        status = _ascend_gaussian(run, outer, beta, usable, prior, large.start_noise)
+        ws = Workspace(t, products.start_phi_t, products.start_unit, beta, large)
+        run = Ascent(ws, products.start, stop, polish=True)
+        noise = None if noise_fixed else NoiseLoop(prior, noise_var_floor(t), large, verbose)
+        status = _ascend_gaussian(run, noise, beta, products.usable, prior, large.start_noise)
+        outer: NoiseLoop | ModeLoop | None = noise
     else:
         noise_fixed = True
-        run = Ascent(Workspace(t, start_phi_t, start_unit, 1.0, large), cache, stop)
-        outer = ModeLoop(link, prior, large, verbose)
-        outer.weigh(run, np.zeros(t.size))  # the empty model: y = 1/2 everywhere
-        run.add_first(usable)
-        outer.update(run)
+        ws = Workspace(t, products.start_phi_t, products.start_unit, 1.0, large)
+        run = Ascent(ws, products.start, stop)
+        outer = mode = ModeLoop(link, prior, large, verbose)
+        mode.weigh(run, np.zeros(t.size))  # the empty model: y = 1/2 everywhere
+        run.add_first(products.usable)
+        mode.update(run)
         run.record(run.log_ev, first=True)  # the path starts at the first mode
-        status = run.ascend(outer, stale=False)
-        if status is Outcome.STALLED:
-            outer.restore_best(run)
-    exact_needed = approximate or (
-        compression.rank > 0 and (link is not None or not _products_agree(run, tol))
-    )
-    if exact_needed:
-        # From the compressed products to exact ones: exact active columns (on the
-        # projected basis) and their products (one pass), a refresh, and the remaining
-        # steps with exact products. Also after a compression exact to rounding when
-        # the exact Gram matrix of the active columns disagrees: nearly collinear
-        # columns can make rounding-level errors of the products matter.
-        ws = run.ws
-        active = ws.index[: ws.M]
-        if approximate:
-            ws.set_columns(basis.columns(active) / scales[active])
-        run.cache = exact_cache
-        if isinstance(outer, ModeLoop):
-            outer.restart()
-            outer.update(run)
-        else:
-            cross = basis.transpose_dot(ws.Phi[:, : ws.M]) / scales[:, None]
-            ws.rebase(cross, compression.phi_t, unit, ws.beta)
-            run.record(gaussian_log_evidence(ws, prior, noise_fixed))
-            if outer is not None:
-                outer.probe = False
-        status = run.ascend(outer, stale=isinstance(outer, NoiseLoop))
-        if isinstance(outer, ModeLoop) and status is Outcome.STALLED:
-            outer.restore_best(run)
+        status = _settle(run.ascend(mode, stale=False), run, mode)
+    if products.approximate or (
+        products.compression.rank > 0 and (link is not None or not _products_agree(run, tol))
+    ):
+        status = _ascend_on_exact_products(run, outer, products, prior, noise_fixed)
     if verbose:
+        compression = products.compression
         print(
             f"[sequential] {run.steps} steps, M={run.ws.M}, log evidence={run.log_ev:.6f}, "
             f"compressed rank {compression.rank} (residual {compression.leftover:.1e}), "
-            f"exact passes {exact_cache.passes}"
+            f"exact passes {products.exact.passes}"
         )
     converged = status in (Outcome.CONVERGED, Outcome.STALLED)
-    return _result(basis, run, scales, prior, noise_fixed, converged, link)
+    return _result(basis, run, products.scales, prior, noise_fixed, converged, link)
+
+
+@dataclass(frozen=True)
+class _Products:
+    """Where the large path's products come from: the normalisation of the columns, the
+    products the run starts on and the exact ones it may finish on."""
+
+    basis: Basis
+    compression: Compression
+    scales: np.ndarray  # the column norms (1 for a zero column)
+    usable: np.ndarray  # the nonzero columns
+    unit: np.ndarray  # diag(Phi~^T Phi~): 1, or 0 for a zero column
+    exact: CrossCache
+    start: Crosses  # the products the run starts on
+    start_phi_t: np.ndarray  # Phi~^T t of the starting products
+    start_unit: np.ndarray  # diag(Phi~^T Phi~) of the starting products
+    approximate: bool  # the run starts on the projected basis U U^T Phi~
+
+    @classmethod
+    def of(
+        cls,
+        basis: Basis,
+        compression: Compression,
+        t: np.ndarray,
+        schedule: LargeSchedule,
+        dense: bool,
+    ) -> _Products:
+        """The products for ``basis`` compressed to ``compression`` (rank 0: not compressed;
+        ``dense``: a matrix in memory, one column per pass)."""
+        usable = compression.sq_norms > 0
+        if not usable.any():
+            raise ValueError("expected a design matrix with a nonzero column, got all zeros")
+        scales = np.where(usable, np.sqrt(compression.sq_norms), 1.0)
+        unit = usable.astype(np.float64)
+        size = 1 if dense else min(schedule.prefetch, basis.n_columns)
+        exact = CrossCache(basis, scales, size, schedule.cache_bytes)
+        approximate = compression.rank > 0 and compression.leftover > schedule.exact_residual
+        if approximate:  # first run on the projected basis U U^T Phi~: a model of its own
+            B, U = compression.B, compression.U
+            start = CompressedCrosses(basis, scales, compression, schedule, project=True)
+            start_phi_t, start_unit = B @ (U.T @ t), np.einsum("ij,ij->i", B, B)
+            return cls(
+                basis, compression, scales, usable, unit, exact, start, start_phi_t,
+                start_unit, approximate,
+            )  # fmt: skip
+        start_cache: Crosses = exact
+        if compression.rank:
+            start_cache = CompressedCrosses(basis, scales, compression, schedule, project=False)
+        return cls(
+            basis, compression, scales, usable, unit, exact, start_cache, compression.phi_t,
+            unit, approximate,
+        )  # fmt: skip
+
+
+def _settle(status: Outcome, run: Ascent, mode: ModeLoop) -> Outcome:
+    """Classification: after a stall, return to the best model seen."""
+    if status is Outcome.STALLED:
+        mode.restore_best(run)
+    return status
+
+
+def _ascend_on_exact_products(
+    run: Ascent,
+    outer: NoiseLoop | ModeLoop | None,
+    products: _Products,
+    prior: Prior,
+    noise_fixed: bool,
+) -> Outcome:
+    """From the compressed products to exact ones: exact active columns (on the projected
+    basis) and their products (one pass), a refresh, and the remaining steps with exact
+    products.
+
+    Also after a compression exact to rounding when the exact Gram matrix of the active
+    columns disagrees: nearly collinear columns can make rounding-level errors of the
+    products matter.
+    """
+    ws, basis, scales = run.ws, products.basis, products.scales
+    active = ws.index[: ws.M]
+    if products.approximate:
+        ws.set_columns(basis.columns(active) / scales[active])
+    run.cache = products.exact
+    if isinstance(outer, ModeLoop):
+        outer.restart()
+        outer.update(run)
+        return _settle(run.ascend(outer, stale=False), run, outer)
+    cross = basis.transpose_dot(ws.Phi[:, : ws.M]) / scales[:, None]
+    ws.rebase(cross, products.compression.phi_t, products.unit, ws.beta)
+    run.record(gaussian_log_evidence(ws, prior, noise_fixed))
+    if outer is not None:
+        outer.probe = False
+    return run.ascend(outer, stale=outer is not None)
 
 
 def _ascend_gaussian(
@@ -242,8 +290,8 @@ def _ascend_gaussian(
     _start_gaussian(run, beta, usable, prior, outer is None)
     status = run.ascend(outer, stale=outer is not None)
     while outer is not None and status is Outcome.ABOVE:
-        floor = outer.floor
-        _start_gaussian(run, max(start_noise / outer.estimate, floor) ** -1, usable, prior, False)
+        beta = max(start_noise / outer.estimate, outer.floor) ** -1
+        _start_gaussian(run, beta, usable, prior, False)
         outer.probe = True
         status = run.ascend(outer, stale=True)
     return status
