@@ -29,6 +29,7 @@ from bayes_rvm.solvers._slots import (
     F_RESOLUTION,
     FULL,
     I_FRESH,
+    I_LSYNC,
     I_M,
     I_PATH,
     I_PROBE,
@@ -132,13 +133,15 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
     # Sigma = L^-T L^-1 by an inverse of L (triangular solves against the identity)
     Linv = np.zeros((M, M))
     for i in range(M):  # row i of L^-1: (e_i - L[i, :i] L^-1[:i]) / L_ii
-        row = Linv[i]
-        row[i] = 1.0
+        Linv[i, i] = 1.0
         for k in range(i):
             lik = L[i, k]
             if lik != 0.0:
-                row[: k + 1] -= lik * Linv[k, : k + 1]
-        row[: i + 1] /= L[i, i]
+                for j in range(k + 1):
+                    Linv[i, j] -= lik * Linv[k, j]
+        inverse = 1.0 / L[i, i]
+        for j in range(i + 1):
+            Linv[i, j] *= inverse
     Sigma[:M, :M] = np.dot(np.ascontiguousarray(Linv.T), Linv)
     # Tipping (2001) eq. 13: mu = beta Sigma Phi_a^T t, by the two triangular solves
     z = np.empty(M)
@@ -153,6 +156,7 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
             acc -= L[k, i] * mu[k]
         mu[i] = acc / L[i, i]
     istate[I_SINCE] = 0
+    istate[I_LSYNC] = 1
     return logdet
 
 
@@ -341,7 +345,7 @@ def ascend(
             s_j, q_j = _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit)
             if s_j < cancellation * beta * unit[j]:
                 # most digits of beta - beta^2 c^T Sigma c cancel: from a current factor
-                if istate[I_SINCE] and math.isnan(
+                if not istate[I_LSYNC] and math.isnan(
                     refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
                 ):
                     return NOT_PD
@@ -373,8 +377,8 @@ def ascend(
         if p < 0:
             C[M] = np.dot(B, B[j])  # Phi~^T phi~_j
             Phi[M] = B[j]
-            _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, idx, alpha, position, S, Q, istate,
-                 fstate)  # fmt: skip
+            _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, L_keep, unit, idx, alpha, position, S, Q,
+                 istate, fstate)  # fmt: skip
         else:
             sigma_p = Sigma[:M, p].copy()
             mu_p = mu[p]
@@ -390,8 +394,12 @@ def ascend(
             _sq_update(C, sigma_p, M, beta, S, Q, kappa, kappa * mu_p, -1, -1)
             istate[I_SINCE] += 1
             if math.isfinite(best_alpha):
+                if istate[I_LSYNC] and not _update_factor(L_keep, M, p, best_alpha - alpha[p]):
+                    istate[I_LSYNC] = 0
                 alpha[p] = best_alpha
             else:
+                if p != M - 1:  # the last position moves into the hole: L is not triangular
+                    istate[I_LSYNC] = 0
                 _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate)
 
 
@@ -436,14 +444,51 @@ def _exact_inactive(j, C, L, mu, M, beta, phi_t, unit):
 
 
 @_jit
-def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, idx, alpha, position, S, Q, istate, fstate):
+def _update_factor(L, M, p, delta):
+    """``L`` becomes the factor of ``L L^T + delta e_p e_p^T`` (the precision ``H`` after
+    ``alpha_p`` changes by ``delta``): a rank-one update (``delta > 0``) or downdate, in
+    ``O((M - p)^2)``; False when the downdate loses positive definiteness."""
+    sign = 1.0 if delta > 0.0 else -1.0
+    x = np.zeros(M)
+    x[p] = math.sqrt(abs(delta))
+    for k in range(p, M):
+        lkk = L[k, k]
+        r2 = lkk * lkk + sign * x[k] * x[k]
+        if not r2 > 0.0:
+            return False
+        r = math.sqrt(r2)
+        cos, sin = r / lkk, x[k] / lkk
+        L[k, k] = r
+        for i in range(k + 1, M):
+            L[i, k] = (L[i, k] + sign * sin * x[i]) / cos
+            x[i] = cos * x[i] - sin * L[i, k]
+    return True
+
+
+@_jit
+def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, L, unit, idx, alpha, position, S, Q, istate, fstate):
     """Make column ``j`` (exact ``S_j, Q_j``) active with precision ``alpha_j``; ``C[M]``
-    and ``Phi[M]`` hold its products and values (Tipping & Faul 2003, appendix)."""
+    and ``Phi[M]`` hold its products and values (Tipping & Faul 2003, appendix). A factor
+    ``L`` of the current ``H`` gains its new row ``l = L^-1 beta c``, ``sqrt(alpha_j +
+    beta phi~_j^T phi~_j - l^T l)``."""
     M = istate[I_M]
     beta = fstate[F_BETA]
     c = np.empty(M)
     for a in range(M):
         c[a] = C[a, j]
+    if istate[I_LSYNC]:
+        quad = 0.0
+        for a in range(M):
+            acc = beta * c[a]
+            for b in range(a):
+                acc -= L[a, b] * L[M, b]
+            L[M, a] = acc / L[a, a]
+            quad += L[M, a] * L[M, a]
+        d2 = alpha_j + beta * unit[j] - quad
+        if d2 > 0.0:
+            L[M, M] = math.sqrt(d2)
+        else:
+            istate[I_LSYNC] = 0
     w = np.empty(M)  # beta Sigma c
     for a in range(M):
         acc = 0.0
