@@ -20,6 +20,7 @@ import math
 import numba
 import numpy as np
 
+from bayes_rvm import evidence
 from bayes_rvm.solvers._slots import (
     ABOVE,
     CONVERGED,
@@ -53,15 +54,12 @@ __all__ = [
     "refresh",
 ]
 
-_LOG_2PI = math.log(2.0 * math.pi)
-
 _jit = numba.njit(cache=True, nogil=True)
 
-
-@_jit
-def _l(alpha, s, q):
-    """Faul & Tipping (2002) eq. 15: the part of the log evidence that depends on alpha_i."""
-    return 0.5 * (math.log(alpha) - math.log(alpha + s) + q * q / (alpha + s))
+# The paper's equations, compiled from the one place they are written (evidence.py)
+_l = _jit(evidence.log_likelihood_alpha_i)  # Faul & Tipping (2002) eq. 15
+_eq36 = _jit(evidence.log_evidence_terms)  # Tipping (2001) eq. 36, 38, 41
+_eq46 = _jit(evidence.noise_variance_cd)  # Tipping (2001) eq. 46
 
 
 @_jit
@@ -198,14 +196,12 @@ def rss(Phi, t, mu, M):
 def log_evidence(alpha, Phi, t, mu, M, beta, logdet, has_hyper, c, d):
     """Tipping (2001) eq. 36 with eq. 38 and 41, plus ``c log beta - d beta`` when the noise
     is learned (the Gamma hyperprior on the log scale, eq. 35)."""
-    N = t.size
-    quad = beta * rss(Phi, t, mu, M)
     log_alpha = 0.0
+    weight_quad = 0.0
     for a in range(M):
         log_alpha += math.log(alpha[a])
-        quad += alpha[a] * mu[a] * mu[a]
-    # Tipping (2001) eq. 38: log|C| = log|H| - N log beta - sum log alpha
-    value = -0.5 * (N * _LOG_2PI + logdet - N * math.log(beta) - log_alpha + quad)
+        weight_quad += alpha[a] * mu[a] * mu[a]
+    value = _eq36(logdet, log_alpha, weight_quad, beta, rss(Phi, t, mu, M), t.size)
     if has_hyper:
         value += c * math.log(beta) - d * beta
     return value
@@ -217,9 +213,8 @@ def noise_update(alpha, Phi, t, Sigma, mu, M, c, d, floor):
     ``gamma_i = 1 - alpha_i Sigma_ii`` (eq. 17) and the noise variance at least ``floor``."""
     gamma = 0.0
     for a in range(M):
-        gamma += 1.0 - alpha[a] * Sigma[a, a]
-    denominator = max(t.size - gamma + 2.0 * c, 2.2e-16)
-    return 1.0 / max((rss(Phi, t, mu, M) + 2.0 * d) / denominator, floor)
+        gamma += 1.0 - alpha[a] * Sigma[a, a]  # Tipping (2001) eq. 17
+    return 1.0 / max(_eq46(rss(Phi, t, mu, M), gamma, t.size, c, d), floor)
 
 
 @_jit
