@@ -4,13 +4,18 @@ One call of :func:`ascend` takes add / re-estimate / delete steps and noise upda
 workspace held in arrays until the fit converges, an add needs products that are not
 available, the arrays are full, or ``max_iter`` is reached; the state stays in the arrays,
 so a call can resume where the previous one returned. Each step costs ``O(n_basis M)``
-arithmetic and no interpreter overhead. The equations are those of
-:mod:`bayes_rvm.solvers.sequential` (Tipping & Faul 2003, appendix; Faul & Tipping 2002).
+arithmetic and no interpreter overhead. The rank-one updates are those of Tipping & Faul
+(2003, appendix); the evidence, the noise update and the single-column objective are the
+package's own (:mod:`bayes_rvm.evidence`), compiled here.
 
 The basis is held as ``B = Phi~^T`` (normalised columns as rows): the products of a
 column about to be added are ``Phi~^T phi~_j = B B_j``, one matrix-vector product. ``C``
 holds ``Phi_a^T Phi~`` (``M x n_basis`` rows used) and ``Phi`` the active columns as rows
-(``M x N``), so that the products of a step are contiguous matrix-vector products.
+(``M x N``), so that the products of a step are contiguous matrix-vector products. The
+lower Cholesky factor ``L`` of ``H = A + beta Phi_a^T Phi_a`` from the last factorisation
+is kept current through adds (a new row) and re-estimates (a rank-one update) until a
+delete reorders the positions; an add whose ``S_j`` is confirmed on ``L`` then costs
+``O(M^2)`` rather than a new factorisation.
 """
 
 from __future__ import annotations
