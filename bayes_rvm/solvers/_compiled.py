@@ -96,7 +96,7 @@ class Schedule:
     second_start: float = 0.25
     first_inner: float = 0.1
     relative_inner: float = 0.01
-    sub_steps: float = 1.0
+    sub_steps: float = 0.5
     restart_below: float = 0.5
     noise_growth: float = 2.0
     noise_rtol: float = 1e-7
@@ -147,7 +147,7 @@ class Ascent:
         self.Q = np.zeros(n_basis)
         self.unresolved = np.zeros(n_basis, dtype=np.bool_)
         self.path = np.zeros(min(max_iter, 4096) + 2)
-        self.istate = np.zeros(8, dtype=np.int64)
+        self.istate = np.zeros(9, dtype=np.int64)
         self.fstate = np.zeros(4)
         self._start(beta)
 
