@@ -107,6 +107,18 @@ class Schedule:
     cancellation: float = 1e-4
 
 
+class _Slot:
+    """A read-only attribute backed by one slot of the loop's state arrays."""
+
+    def __init__(self, array: str, index: int):
+        self.array, self.index = array, index
+
+    def __get__(self, ascent, owner=None):
+        if ascent is None:
+            return self
+        return getattr(ascent, self.array)[self.index].item()
+
+
 class Ascent:
     """One sequential ascent: the arrays of the compiled loop, changed only by its methods.
 
@@ -193,21 +205,10 @@ class Ascent:
             square[:M, :M] = getattr(self, name)[:M, :M]
             setattr(self, name, square)
 
-    @property
-    def M(self) -> int:
-        return int(self.istate[_slots.I_M])
-
-    @property
-    def steps(self) -> int:
-        return int(self.istate[_slots.I_STEPS])
-
-    @property
-    def beta(self) -> float:
-        return float(self.fstate[_slots.F_BETA])
-
-    @property
-    def log_evidence(self) -> float:
-        return float(self.fstate[_slots.F_LOG_EV])
+    M = _Slot("istate", _slots.I_M)  # active columns
+    steps = _Slot("istate", _slots.I_STEPS)
+    beta = _Slot("fstate", _slots.F_BETA)
+    log_evidence = _Slot("fstate", _slots.F_LOG_EV)
 
     def run(self) -> Status:
         """Steps until the certificate holds, ``max_iter`` or a restart; restarts from the
