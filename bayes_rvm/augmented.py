@@ -129,20 +129,42 @@ def augmented_predictive(
 
 
 def default_alpha_star(t: np.ndarray, beta: float, k_self: np.ndarray) -> np.ndarray:
-    """Prior precision of the added weights: the signal variance of the fit, carried over.
+    """Prior precision of the added weights: the GP's signal variance, from the fit.
 
     The training targets say nothing about a weight centred where there are no data, so
-    ``alpha*`` is set, not learned. This choice gives the new function, at its own centre,
-    the prior variance of the signal that the fit implies: the variance of the training
-    targets less the fitted noise,
+    ``alpha*`` is set, not learned. It is chosen so that the augmented model has, at each
+    test input, the prior variance of the Gaussian process that the RVM stands in for.
 
-    ``c^2 / alpha* = max(var(t) - 1/beta, 0)``, so ``alpha* = c^2 / max(var(t) - 1/beta, 0)``,
+    Derivation. The RVM is a Gaussian process with the covariance function
+    ``Q_RVM(x, x') = sum_i alpha_i^-1 phi_i(x) phi_i(x')`` (Tipping 2001, eq. 59), which
+    vanishes away from the relevance vectors. A GP with a stationary covariance of prior
+    variance ``Q(x, x) = theta_1`` and noise ``sigma^2`` predicts, far from the data,
+    ``sigma_*^2 = sigma^2 + theta_1`` (eq. 60); the RVM gives ``sigma^2`` (eq. 61). Far from
+    the data the augmented predictive (:func:`augmented_predictive`, A6) is
+    ``1/beta + phi_*^T Sigma phi_* + c^2 / alpha*`` (``S*, Q* -> 0``, ``e* -> c``), the
+    middle term being what remains of eq. 22 (the bias weight's variance). Eq. 60 holds if the
+    new weight gives the new function the GP's prior variance at its centre,
+    ``c^2 / alpha* = theta_1``. Under that GP each training target has variance
+    ``theta_1 + sigma^2`` (the diagonal of eq. 58), so with the fitted noise the moment
+    estimate is ``theta_1 = var(t) - 1/beta`` (the sample mean removed, as the bias weight
+    removes it):
 
-    with ``c = phi*(x*)`` (``k_self``). Far from the data the augmented predictive variance
-    (:func:`augmented_predictive`, A6) is then ``var(t)``: the spread of the training targets
-    about their mean. It is invariant to rescaling the targets and needs nothing but the fit.
-    When the fit calls everything noise (``1/beta >= var(t)``) ``alpha* = inf``: no
-    augmentation.
+    ``alpha* = c^2 / max(var(t) - 1/beta, 0)``, ``c = phi*(x*)`` (``k_self``).
+
+    Far from the data the predictive variance is then ``var(t)`` plus the bias weight's
+    variance. When the fit calls everything noise (``1/beta >= var(t)``) ``alpha* = inf``:
+    no augmentation. The choice is invariant to rescaling the targets. It is derived here,
+    not taken from Rasmussen & Quiñonero-Candela (2005).
+
+    The RVM's own prior variance (eq. 59) is no estimate of ``theta_1``: at the evidence
+    maximum overlapping kernels get small ``alpha_i`` and weights that cancel, so its mean
+    over the training inputs, ``tr(Phi A^-1 Phi^T) / N``, ranged from 1.3 to 1.7e6 on
+    standardised targets (``var(t) = 1``) on eight splits of four of the data sets of
+    ``benchmarks/bench_coverage.py``.
+
+    ``alpha*`` sets the growth far out, not in a gap: where the active basis explains much
+    of the new column (``S*`` large, A2) the added variance ``e*^2 / (alpha* + S*)`` is below
+    ``e*^2 / S*`` whatever ``alpha*`` is.
 
     Parameters
     ----------
@@ -152,6 +174,11 @@ def default_alpha_star(t: np.ndarray, beta: float, k_self: np.ndarray) -> np.nda
         Fitted noise precision.
     k_self : ndarray of shape (T,)
         The new basis functions at their own centres.
+
+    Returns
+    -------
+    ndarray of shape (T,)
+        ``alpha*`` for each test input (``inf`` where there is no signal).
     """
     signal = float(np.var(t)) - 1.0 / beta
     if signal <= 0.0:

@@ -558,12 +558,17 @@ class ScaledBasis(Basis):
 
     Evaluated through the wrapped basis (a kernel basis stays lazy). :func:`bayes_rvm.fit_type2`
     fits on unit-norm columns so that the solvers' thresholds are relative to the data.
+    ``base_sq_norms``, the squared column norms of the wrapped basis when the caller has
+    them (``fit_type2`` computed them to choose the scales), spares every later pass the
+    norms: :meth:`sq_norms` and :meth:`transpose_dot_with_norms` (unweighted) return
+    ``base_sq_norms / scales^2``, the values a pass would compute.
     """
 
-    def __init__(self, basis: Basis, scales: np.ndarray):
+    def __init__(self, basis: Basis, scales: np.ndarray, base_sq_norms: np.ndarray | None = None):
         self.basis = basis
         self.scales = np.asarray(scales, dtype=np.float64)
         self.n_rows, self.n_columns = basis.shape
+        self._sq_norms = None if base_sq_norms is None else base_sq_norms / self.scales**2
 
     def columns(self, idx) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.intp)
@@ -574,11 +579,15 @@ class ScaledBasis(Basis):
         return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
 
     def sq_norms(self) -> np.ndarray:
+        if self._sq_norms is not None:
+            return self._sq_norms
         return self.basis.sq_norms() / self.scales**2
 
     def transpose_dot_with_norms(
         self, V: np.ndarray, weights: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
+        if weights is None and self._sq_norms is not None:
+            return self.transpose_dot(V), self._sq_norms
         products, norms = self.basis.transpose_dot_with_norms(V, weights)
         shape = (-1,) + (1,) * (products.ndim - 1)
         return products / self.scales.reshape(shape), norms / self.scales**2

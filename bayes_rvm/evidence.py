@@ -35,8 +35,10 @@ __all__ = [
     "hyperprior_log_density",
     "log_evidence_dense",
     "log_evidence_gaussian",
+    "log_evidence_terms",
     "log_likelihood_alpha_i",
     "noise_variance",
+    "noise_variance_cd",
     "optimal_alpha",
     "own_sparsity_quality",
     "posterior_sparsity_quality",
@@ -124,9 +126,15 @@ def noise_variance(rss: float, gamma_sum: float, n: int, prior: Prior) -> float:
     the denominator kept above machine precision (``sum gamma -> N``: every degree of
     freedom spent on the weights).
     """
+    return noise_variance_cd(rss, gamma_sum, n, prior.c, prior.d)
+
+
+def noise_variance_cd(rss: float, gamma_sum: float, n: int, c: float, d: float) -> float:
+    """:func:`noise_variance` with the noise hyperprior's ``c, d`` as numbers: scalar
+    arithmetic only, so that the compiled sequential loop compiles this same function."""
     # Tipping (2001) eq. 46
-    denominator = n - gamma_sum + 2.0 * prior.c
-    return (rss + 2.0 * prior.d) / max(denominator, EPS)
+    denominator = n - gamma_sum + 2.0 * c
+    return (rss + 2.0 * d) / max(denominator, EPS)
 
 
 def log_evidence_gaussian(
@@ -143,10 +151,23 @@ def log_evidence_gaussian(
     rss : ``||t - Phi mu||^2``
     n : number of targets
     """
+    return log_evidence_terms(
+        _linalg.logdet(L), float(np.sum(np.log(alpha))), float(np.sum(alpha * mu**2)), beta, rss, n
+    )
+
+
+def log_evidence_terms(
+    logdet_H: float, log_alpha_sum: float, weight_quad: float, beta: float, rss: float, n: int
+) -> float:
+    """Eq. 36 from its sums: ``log|H|``, ``sum log alpha``, ``mu^T A mu`` and ``rss``.
+
+    Scalar arithmetic only, so that the compiled sequential loop compiles this same
+    function (:func:`log_evidence_gaussian` forms the sums from a factor).
+    """
     # Tipping (2001) eq. 38: log|C| = -log|Sigma| - N log beta - log|A|
-    log_det_C = _linalg.logdet(L) - n * np.log(beta) - float(np.sum(np.log(alpha)))
+    log_det_C = logdet_H - n * np.log(beta) - log_alpha_sum
     # Tipping (2001) eq. 41: t^T C^-1 t = beta ||t - Phi mu||^2 + mu^T A mu
-    quad = beta * rss + float(np.sum(alpha * mu**2))
+    quad = beta * rss + weight_quad
     return -0.5 * (n * LOG_2PI + log_det_C + quad)
 
 
@@ -254,9 +275,10 @@ def log_likelihood_alpha_i(alpha_i, s: float, q: float):
     """``l(alpha_i)``: the part of the log evidence that depends on one ``alpha_i``.
 
     Faul & Tipping (2002) eq. 15: ``0.5 [log alpha - log(alpha + s) + q^2 / (alpha + s)]``.
+    Numbers or arrays; the compiled sequential loop compiles this same function.
     """
-    alpha_i = np.asarray(alpha_i, dtype=np.float64)
-    return 0.5 * (np.log(alpha_i) - np.log(alpha_i + s) + q**2 / (alpha_i + s))
+    # Faul & Tipping (2002) eq. 15
+    return 0.5 * (np.log(alpha_i) - np.log(alpha_i + s) + q * q / (alpha_i + s))
 
 
 def delta_add(S: np.ndarray, Q: np.ndarray) -> np.ndarray:

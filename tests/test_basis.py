@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis, as_basis
+from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis, ScaledBasis, as_basis
 from bayes_rvm.kernels import RBF
 
 
@@ -76,3 +76,25 @@ def test_dense_basis_and_errors(rng):
         ExtraColumns(["cubic"])
     with pytest.raises(TypeError, match="extra column"):
         ExtraColumns([42])
+
+
+def test_scaled_basis_with_known_norms_needs_no_norm_pass(rng):
+    """Given the wrapped basis's squared norms, a scaled basis returns the norms a pass
+    would compute (to the bit) and never asks the wrapped basis for them again."""
+    lazy = KernelBasis(rng.normal(size=(30, 2)), RBF(0.5))
+    scales = np.sqrt(lazy.sq_norms())
+    V = rng.normal(size=(30, 3))
+    products, norms = ScaledBasis(lazy, scales).transpose_dot_with_norms(V)
+
+    class NoNorms(KernelBasis):
+        def transpose_dot_with_norms(self, V, weights=None):
+            raise AssertionError("a second pass for the column norms")
+
+        def sq_norms(self):
+            raise AssertionError("a second pass for the column norms")
+
+    known = ScaledBasis(NoNorms(lazy.X, RBF(0.5)), scales, lazy.sq_norms())
+    known_products, known_norms = known.transpose_dot_with_norms(V)
+    np.testing.assert_array_equal(known_products, products)
+    np.testing.assert_array_equal(known_norms, norms)
+    np.testing.assert_array_equal(known.sq_norms(), norms)

@@ -10,6 +10,7 @@ from sklearn.datasets import load_wine
 
 from bayes_rvm import RVC, RVR, datasets, fit_type2
 from bayes_rvm.basis import KernelBasis
+from bayes_rvm.evidence import Prior
 from bayes_rvm.kernels import RBF
 from bayes_rvm.laplace import Bernoulli, posterior_mode
 from bayes_rvm.solvers import sequential
@@ -129,14 +130,16 @@ def test_sequential_optimality_conditions_on_a_kernel_basis():
     assert fit.log_evidence == pytest.approx(mackay.log_evidence, abs=1e-4)
 
 
-def test_sequential_classification_without_a_dense_basis(monkeypatch):
-    """Above DENSE_BYTES the basis is compressed and re-weighted by passes: same fit."""
+def test_sequential_classification_without_a_dense_basis():
+    """Above mode_dense_bytes the basis is compressed and re-weighted by passes: same fit."""
     data = datasets.load_ripley()
     pick = np.random.default_rng(0).choice(250, 100, replace=False)
     basis = KernelBasis(data.X_train[pick], RBF(4.0))
-    dense = fit_type2(basis, data.y_train[pick], "bernoulli")
-    monkeypatch.setattr(sequential, "DENSE_BYTES", 0)
-    passes = fit_type2(basis, data.y_train[pick], "bernoulli")
+    y = data.y_train[pick].astype(float)
+    options = {"prior": Prior(), "noise_var": None, "max_iter": 100_000, "tol": 1e-6}
+    dense = sequential.fit(basis, y, link=Bernoulli(y), **options)
+    large = sequential.LargeSchedule(mode_dense_bytes=0)
+    passes = sequential.fit(basis, y, link=Bernoulli(y), large_schedule=large, **options)
     np.testing.assert_array_equal(passes.active, dense.active)
     assert passes.log_evidence == pytest.approx(dense.log_evidence, abs=1e-8)
 
@@ -144,7 +147,7 @@ def test_sequential_classification_without_a_dense_basis(monkeypatch):
 def test_sequential_stops_a_cycle_at_its_best_model(rng):
     """A marginal column that helps at the mode without it and hurts at the mode with it
     (B depends on alpha, which the steps ignore) is added and deleted in turn: the run
-    stops after MODE_STALL mode updates without progress, at the best model seen. Here
+    stops after mode_stall mode updates without progress, at the best model seen. Here
     that is a local optimum 0.23 nats below MacKay's (another active set)."""
     X, y, _ = _two_moons_like(rng, 60)
     basis = KernelBasis(X, RBF(1.0))

@@ -96,7 +96,7 @@ class Schedule:
     second_start: float = 0.25
     first_inner: float = 0.1
     relative_inner: float = 0.01
-    sub_steps: float = 1.0
+    sub_steps: float = 0.5
     restart_below: float = 0.5
     noise_growth: float = 2.0
     noise_rtol: float = 1e-7
@@ -105,6 +105,18 @@ class Schedule:
     span: float = 1e-10
     resolution: float = 1.0
     cancellation: float = 1e-4
+
+
+class _Slot:
+    """A read-only attribute backed by one slot of the loop's state arrays."""
+
+    def __init__(self, array: str, index: int):
+        self.array, self.index = array, index
+
+    def __get__(self, ascent, owner=None):
+        if ascent is None:
+            return self
+        return getattr(ascent, self.array)[self.index].item()
 
 
 class Ascent:
@@ -147,7 +159,7 @@ class Ascent:
         self.Q = np.zeros(n_basis)
         self.unresolved = np.zeros(n_basis, dtype=np.bool_)
         self.path = np.zeros(min(max_iter, 4096) + 2)
-        self.istate = np.zeros(8, dtype=np.int64)
+        self.istate = np.zeros(9, dtype=np.int64)
         self.fstate = np.zeros(4)
         self._start(beta)
 
@@ -193,21 +205,10 @@ class Ascent:
             square[:M, :M] = getattr(self, name)[:M, :M]
             setattr(self, name, square)
 
-    @property
-    def M(self) -> int:
-        return int(self.istate[_slots.I_M])
-
-    @property
-    def steps(self) -> int:
-        return int(self.istate[_slots.I_STEPS])
-
-    @property
-    def beta(self) -> float:
-        return float(self.fstate[_slots.F_BETA])
-
-    @property
-    def log_evidence(self) -> float:
-        return float(self.fstate[_slots.F_LOG_EV])
+    M = _Slot("istate", _slots.I_M)  # active columns
+    steps = _Slot("istate", _slots.I_STEPS)
+    beta = _Slot("fstate", _slots.F_BETA)
+    log_evidence = _Slot("fstate", _slots.F_LOG_EV)
 
     def run(self) -> Status:
         """Steps until the certificate holds, ``max_iter`` or a restart; restarts from the

@@ -84,6 +84,7 @@ class _Scaling:
     columns: np.ndarray
     prior: Prior
     original: Prior
+    sq_norms: np.ndarray  # the basis's squared column norms (a pass computed them)
 
     @classmethod
     def of(cls, basis: Basis, t: np.ndarray | None, prior: Prior) -> _Scaling:
@@ -91,7 +92,8 @@ class _Scaling:
         classification, whose targets have no units)."""
         target = np.float64(1.0 if t is None else (_robust_norm(t) or 1.0))
         with np.errstate(over="ignore", under="ignore"):
-            norms = np.sqrt(basis.sq_norms())
+            sq_norms = basis.sq_norms()
+            norms = np.sqrt(sq_norms)
         # squares that underflowed: from the columns themselves (zero columns stay 0)
         tiny = np.flatnonzero(norms < np.sqrt(np.finfo(float).tiny))
         for j, column in zip(tiny, basis.columns(tiny).T, strict=True):
@@ -112,7 +114,11 @@ class _Scaling:
                 f"the hyperprior rates b={prior.b}, d={prior.d} are outside the float range "
                 f"in units of the targets' scale {target:.3g}; rescale y"
             )
-        return cls(target, norms, dataclasses.replace(prior, b=b, d=d), prior)
+        return cls(target, norms, dataclasses.replace(prior, b=b, d=d), prior, sq_norms)
+
+    def basis(self, basis: Basis) -> ScaledBasis:
+        """``basis`` with columns of unit norm; it knows its column norms (no second pass)."""
+        return ScaledBasis(basis, self.columns, self.sq_norms)
 
     def noise_var(self, noise_var: float) -> float:
         """A noise variance in the scaled units."""
@@ -313,7 +319,7 @@ def fit_type2(
         scaling.prior.c + 0.5 * (weight_total - basis.n_rows)
     )
     result = fit_function(
-        ScaledBasis(fitted_basis, scaling.columns),
+        scaling.basis(fitted_basis),
         fitted_t / scaling.target,
         prior=solver_prior,
         noise_var=None if noise_var is None else scaling.noise_var(noise_var),

@@ -23,6 +23,7 @@ I_FRESH = 4  # S, Q exact (no rank-one update since the last refresh)
 I_PROBE = 5  # the first noise update may answer ABOVE
 I_PATH = 6  # entries of the path buffer written
 I_SUB_STEPS = 7  # steps taken before the current alpha sub-problem
+I_LSYNC = 8  # the factor L is that of the current H (kept through adds and re-estimates)
 # Slots of the float state ``fstate``.
 F_BETA = 0
 F_LOG_EV = 1

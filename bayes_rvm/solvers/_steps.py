@@ -4,13 +4,18 @@ One call of :func:`ascend` takes add / re-estimate / delete steps and noise upda
 workspace held in arrays until the fit converges, an add needs products that are not
 available, the arrays are full, or ``max_iter`` is reached; the state stays in the arrays,
 so a call can resume where the previous one returned. Each step costs ``O(n_basis M)``
-arithmetic and no interpreter overhead. The equations are those of
-:mod:`bayes_rvm.solvers.sequential` (Tipping & Faul 2003, appendix; Faul & Tipping 2002).
+arithmetic and no interpreter overhead. The rank-one updates are those of Tipping & Faul
+(2003, appendix); the evidence, the noise update and the single-column objective are the
+package's own (:mod:`bayes_rvm.evidence`), compiled here.
 
 The basis is held as ``B = Phi~^T`` (normalised columns as rows): the products of a
 column about to be added are ``Phi~^T phi~_j = B B_j``, one matrix-vector product. ``C``
 holds ``Phi_a^T Phi~`` (``M x n_basis`` rows used) and ``Phi`` the active columns as rows
-(``M x N``), so that the products of a step are contiguous matrix-vector products.
+(``M x N``), so that the products of a step are contiguous matrix-vector products. The
+lower Cholesky factor ``L`` of ``H = A + beta Phi_a^T Phi_a`` from the last factorisation
+is kept current through adds (a new row) and re-estimates (a rank-one update) until a
+delete reorders the positions; an add whose ``S_j`` is confirmed on ``L`` then costs
+``O(M^2)`` rather than a new factorisation.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import math
 import numba
 import numpy as np
 
+from bayes_rvm import evidence
 from bayes_rvm.solvers._slots import (
     ABOVE,
     CONVERGED,
@@ -29,6 +35,7 @@ from bayes_rvm.solvers._slots import (
     F_RESOLUTION,
     FULL,
     I_FRESH,
+    I_LSYNC,
     I_M,
     I_PATH,
     I_PROBE,
@@ -52,15 +59,12 @@ __all__ = [
     "refresh",
 ]
 
-_LOG_2PI = math.log(2.0 * math.pi)
-
 _jit = numba.njit(cache=True, nogil=True)
 
-
-@_jit
-def _l(alpha, s, q):
-    """Faul & Tipping (2002) eq. 15: the part of the log evidence that depends on alpha_i."""
-    return 0.5 * (math.log(alpha) - math.log(alpha + s) + q * q / (alpha + s))
+# The paper's equations, compiled from the one place they are written (evidence.py)
+_l = _jit(evidence.log_likelihood_alpha_i)  # Faul & Tipping (2002) eq. 15
+_eq36 = _jit(evidence.log_evidence_terms)  # Tipping (2001) eq. 36, 38, 41
+_eq46 = _jit(evidence.noise_variance_cd)  # Tipping (2001) eq. 46
 
 
 @_jit
@@ -132,13 +136,15 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
     # Sigma = L^-T L^-1 by an inverse of L (triangular solves against the identity)
     Linv = np.zeros((M, M))
     for i in range(M):  # row i of L^-1: (e_i - L[i, :i] L^-1[:i]) / L_ii
-        row = Linv[i]
-        row[i] = 1.0
+        Linv[i, i] = 1.0
         for k in range(i):
             lik = L[i, k]
             if lik != 0.0:
-                row[: k + 1] -= lik * Linv[k, : k + 1]
-        row[: i + 1] /= L[i, i]
+                for j in range(k + 1):
+                    Linv[i, j] -= lik * Linv[k, j]
+        inverse = 1.0 / L[i, i]
+        for j in range(i + 1):
+            Linv[i, j] *= inverse
     Sigma[:M, :M] = np.dot(np.ascontiguousarray(Linv.T), Linv)
     # Tipping (2001) eq. 13: mu = beta Sigma Phi_a^T t, by the two triangular solves
     z = np.empty(M)
@@ -153,6 +159,7 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
             acc -= L[k, i] * mu[k]
         mu[i] = acc / L[i, i]
     istate[I_SINCE] = 0
+    istate[I_LSYNC] = 1
     return logdet
 
 
@@ -194,14 +201,12 @@ def rss(Phi, t, mu, M):
 def log_evidence(alpha, Phi, t, mu, M, beta, logdet, has_hyper, c, d):
     """Tipping (2001) eq. 36 with eq. 38 and 41, plus ``c log beta - d beta`` when the noise
     is learned (the Gamma hyperprior on the log scale, eq. 35)."""
-    N = t.size
-    quad = beta * rss(Phi, t, mu, M)
     log_alpha = 0.0
+    weight_quad = 0.0
     for a in range(M):
         log_alpha += math.log(alpha[a])
-        quad += alpha[a] * mu[a] * mu[a]
-    # Tipping (2001) eq. 38: log|C| = log|H| - N log beta - sum log alpha
-    value = -0.5 * (N * _LOG_2PI + logdet - N * math.log(beta) - log_alpha + quad)
+        weight_quad += alpha[a] * mu[a] * mu[a]
+    value = _eq36(logdet, log_alpha, weight_quad, beta, rss(Phi, t, mu, M), t.size)
     if has_hyper:
         value += c * math.log(beta) - d * beta
     return value
@@ -213,9 +218,8 @@ def noise_update(alpha, Phi, t, Sigma, mu, M, c, d, floor):
     ``gamma_i = 1 - alpha_i Sigma_ii`` (eq. 17) and the noise variance at least ``floor``."""
     gamma = 0.0
     for a in range(M):
-        gamma += 1.0 - alpha[a] * Sigma[a, a]
-    denominator = max(t.size - gamma + 2.0 * c, 2.2e-16)
-    return 1.0 / max((rss(Phi, t, mu, M) + 2.0 * d) / denominator, floor)
+        gamma += 1.0 - alpha[a] * Sigma[a, a]  # Tipping (2001) eq. 17
+    return 1.0 / max(_eq46(rss(Phi, t, mu, M), gamma, t.size, c, d), floor)
 
 
 @_jit
@@ -341,7 +345,7 @@ def ascend(
             s_j, q_j = _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit)
             if s_j < cancellation * beta * unit[j]:
                 # most digits of beta - beta^2 c^T Sigma c cancel: from a current factor
-                if istate[I_SINCE] and math.isnan(
+                if not istate[I_LSYNC] and math.isnan(
                     refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
                 ):
                     return NOT_PD
@@ -373,8 +377,8 @@ def ascend(
         if p < 0:
             C[M] = np.dot(B, B[j])  # Phi~^T phi~_j
             Phi[M] = B[j]
-            _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, idx, alpha, position, S, Q, istate,
-                 fstate)  # fmt: skip
+            _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, L_keep, unit, idx, alpha, position, S, Q,
+                 istate, fstate)  # fmt: skip
         else:
             sigma_p = Sigma[:M, p].copy()
             mu_p = mu[p]
@@ -390,8 +394,12 @@ def ascend(
             _sq_update(C, sigma_p, M, beta, S, Q, kappa, kappa * mu_p, -1, -1)
             istate[I_SINCE] += 1
             if math.isfinite(best_alpha):
+                if istate[I_LSYNC] and not _update_factor(L_keep, M, p, best_alpha - alpha[p]):
+                    istate[I_LSYNC] = 0
                 alpha[p] = best_alpha
             else:
+                if p != M - 1:  # the last position moves into the hole: L is not triangular
+                    istate[I_LSYNC] = 0
                 _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate)
 
 
@@ -436,14 +444,51 @@ def _exact_inactive(j, C, L, mu, M, beta, phi_t, unit):
 
 
 @_jit
-def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, idx, alpha, position, S, Q, istate, fstate):
+def _update_factor(L, M, p, delta):
+    """``L`` becomes the factor of ``L L^T + delta e_p e_p^T`` (the precision ``H`` after
+    ``alpha_p`` changes by ``delta``): a rank-one update (``delta > 0``) or downdate, in
+    ``O((M - p)^2)``; False when the downdate loses positive definiteness."""
+    sign = 1.0 if delta > 0.0 else -1.0
+    x = np.zeros(M)
+    x[p] = math.sqrt(abs(delta))
+    for k in range(p, M):
+        lkk = L[k, k]
+        r2 = lkk * lkk + sign * x[k] * x[k]
+        if not r2 > 0.0:
+            return False
+        r = math.sqrt(r2)
+        cos, sin = r / lkk, x[k] / lkk
+        L[k, k] = r
+        for i in range(k + 1, M):
+            L[i, k] = (L[i, k] + sign * sin * x[i]) / cos
+            x[i] = cos * x[i] - sin * L[i, k]
+    return True
+
+
+@_jit
+def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, L, unit, idx, alpha, position, S, Q, istate, fstate):
     """Make column ``j`` (exact ``S_j, Q_j``) active with precision ``alpha_j``; ``C[M]``
-    and ``Phi[M]`` hold its products and values (Tipping & Faul 2003, appendix)."""
+    and ``Phi[M]`` hold its products and values (Tipping & Faul 2003, appendix). A factor
+    ``L`` of the current ``H`` gains its new row ``l = L^-1 beta c``, ``sqrt(alpha_j +
+    beta phi~_j^T phi~_j - l^T l)``."""
     M = istate[I_M]
     beta = fstate[F_BETA]
     c = np.empty(M)
     for a in range(M):
         c[a] = C[a, j]
+    if istate[I_LSYNC]:
+        quad = 0.0
+        for a in range(M):
+            acc = beta * c[a]
+            for b in range(a):
+                acc -= L[a, b] * L[M, b]
+            L[M, a] = acc / L[a, a]
+            quad += L[M, a] * L[M, a]
+        d2 = alpha_j + beta * unit[j] - quad
+        if d2 > 0.0:
+            L[M, M] = math.sqrt(d2)
+        else:
+            istate[I_LSYNC] = 0
     w = np.empty(M)  # beta Sigma c
     for a in range(M):
         acc = 0.0
