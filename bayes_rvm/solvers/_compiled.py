@@ -62,7 +62,8 @@ class Schedule:
         Tolerance of the next sub-problem as a fraction of the last noise update's gain.
     sub_steps : float
         Until a noise update gains at most ``tol``, an ``alpha`` sub-problem takes at most
-        ``sub_steps n_basis`` steps before the noise is updated.
+        ``sub_steps N`` steps before the noise is updated (``N`` rows: the bound does
+        not move with duplicated or all-zero columns).
     restart_below : float
         The ascent restarts lower when its first noise update takes the variance below
         this fraction of the start (the start was above the optimum).
@@ -96,10 +97,10 @@ class Schedule:
     second_start: float = 0.25
     first_inner: float = 0.1
     relative_inner: float = 0.01
-    sub_steps: float = 0.5
+    sub_steps: float = 1.0
     restart_below: float = 0.5
     noise_growth: float = 2.0
-    noise_rtol: float = 1e-7
+    noise_rtol: float = 1e-10
     polish: float = 1e-3
     refactor_min: int = 32
     span: float = 1e-10
@@ -219,7 +220,7 @@ class Ascent:
         settings = np.array(
             [
                 self.tol, self.floor, sch.refactor_min, sch.span, sch.resolution,
-                sch.relative_inner, sch.sub_steps * self.B.shape[0], sch.restart_below,
+                sch.relative_inner, sch.sub_steps * self.B.shape[1], sch.restart_below,
                 sch.noise_growth, sch.noise_rtol, sch.polish, sch.cancellation,
             ]
         )  # fmt: skip
