@@ -817,13 +817,6 @@ BAD_SAMPLE = {
 }
 
 
-@pytest.mark.parametrize("case", list(BAD_SAMPLE))
-def test_sample_checks_before_sampling(no_sampling, case):
-    options, error, match = BAD_SAMPLE[case]
-    with pytest.raises(error, match=match):
-        br.sample(no_sampling, **options)
-
-
 BAD_VI = {
     "n_zero": ({"n": 0}, ValueError, "n must be >= 1"),
     "draws_zero": ({"draws": 0}, ValueError, "draws must be >= 1"),
@@ -832,11 +825,14 @@ BAD_VI = {
 }
 
 
-@pytest.mark.parametrize("case", list(BAD_VI))
-def test_fit_vi_checks_before_fitting(no_sampling, case):
-    options, error, match = BAD_VI[case]
+@pytest.mark.parametrize(
+    ("function", "case"), [("sample", c) for c in BAD_SAMPLE] + [("fit_vi", c) for c in BAD_VI]
+)
+def test_options_checked_before_running(no_sampling, function, case):
+    """``sample`` and ``fit_vi`` check their options before any sampling or fitting."""
+    options, error, match = {"sample": BAD_SAMPLE, "fit_vi": BAD_VI}[function][case]
     with pytest.raises(error, match=match):
-        br.fit_vi(no_sampling, **options)
+        getattr(br, function)(no_sampling, **options)
 
 
 def test_bayesian_fits_need_a_bayes_rvm_model(no_sampling):
