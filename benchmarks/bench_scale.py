@@ -13,6 +13,11 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
 - ``dask``: Friedman #1 as a dask array of ``--chunk-rows`` rows per chunk on a
   ``LocalCluster`` of ``--workers`` single-threaded worker processes, ``--centres``
   centres by k-means++ (on a sample of the rows).
+- ``dask-pass``: the same cluster, data and centres, but no fit: ``--passes`` times the
+  work of one column fetch as the sequential solver asks for it (``PREFETCH`` columns
+  gathered to the client, then their products with every column, ``Phi^T V``), to
+  measure the cost of one pass where a whole fit would take too long; a fit costs about
+  its number of passes times this (``docs/guide/scale.md``).
 
 Besides the wall-clock time of ``fit`` it counts the passes over the basis the solver
 asked for (``Phi^T V`` with or without the column norms) and the column fetches, and
@@ -26,6 +31,7 @@ Usage (from the repository root)::
     ... --case rvc --n 20000
     ... --case subset --n 200000 --centres 2000
     ... --case dask --n 1000000 --centres 5000 --workers 2 --chunk-rows 50000
+    ... --case dask-pass --n 1000000 --centres 5000 --workers 2 --chunk-rows 50000 --passes 1
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import argparse
 import os
 import resource
 import time
+from contextlib import contextmanager
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -41,7 +48,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 from bayes_rvm import RVC, RVR  # noqa: E402
-from bayes_rvm.basis import KernelBasis  # noqa: E402
+from bayes_rvm.basis import KernelBasis, choose_centres  # noqa: E402
 from bayes_rvm.datasets import _friedman1, make_friedman1  # noqa: E402
 
 N_TEST = 10_000
@@ -121,14 +128,12 @@ def run_rvc(args, counter):
     print(f"error against the noise-free class on {N_TEST} inputs: {100 * error:.2f} %")
 
 
-def run_dask(args, counter):
+@contextmanager
+def _dask_friedman(args):
+    """A ``LocalCluster`` and Friedman #1 drawn on its workers: ``(client, X, y)``."""
     import dask.array as da
     from distributed import Client, LocalCluster
 
-    from bayes_rvm.dask import DaskKernelBasis
-
-    counter._wrap(DaskKernelBasis)
-    test = make_friedman1(N_TEST, random_state=args.seed + 1)
     with (
         LocalCluster(
             n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
@@ -140,27 +145,62 @@ def run_dask(args, counter):
         X = rng.uniform(0.0, 1.0, size=(args.n, 10), chunks=(args.chunk_rows, 10)).persist()
         noise = rng.normal(0.0, 1.0, size=args.n, chunks=args.chunk_rows)
         y = da.map_blocks(_friedman1, X, drop_axis=1, dtype=float) + noise
+        yield client, X, y
+        for worker, peak in sorted(client.run(_peak_rss_mb).items()):
+            print(f"worker {worker}: peak RSS {peak:.0f} MB")
+
+
+def run_dask(args, counter):
+    from bayes_rvm.dask import DaskKernelBasis
+
+    counter._wrap(DaskKernelBasis)
+    test = make_friedman1(N_TEST, random_state=args.seed + 1)
+    with _dask_friedman(args) as (_, X, y):
         model = RVR(centres=args.centres, random_state=args.seed)
         _fit(model, X, y.compute(), counter)
-        peaks = client.run(_peak_rss_mb)
-        for worker, peak in sorted(peaks.items()):
-            print(f"worker {worker}: peak RSS {peak:.0f} MB")
     rmse = np.sqrt(np.mean((model.predict(test.X) - test.f) ** 2))
     print(f"RMSE against the true function on {N_TEST} inputs: {rmse:.3f}")
 
 
+def run_dask_pass(args, counter):
+    from bayes_rvm.dask import DaskKernelBasis
+    from bayes_rvm.kernels import RBF
+    from bayes_rvm.solvers.sequential import PREFETCH
+
+    with _dask_friedman(args) as (_, X, _):
+        # gamma="scale" for uniform inputs on [0, 1]^10: 1 / (10 var) = 1.2
+        centres = choose_centres(X, args.centres, args.seed)
+        basis = DaskKernelBasis(X, RBF(1.2), centres=centres)
+        rng = np.random.default_rng(args.seed)
+        for _ in range(args.passes):
+            idx = rng.choice(basis.n_columns, PREFETCH, replace=False)
+            start = time.perf_counter()
+            columns = basis.columns(idx)
+            fetched = time.perf_counter() - start
+            basis.transpose_dot(columns)
+            seconds = time.perf_counter() - start
+            print(
+                f"fetch of {PREFETCH} columns {fetched:.1f} s, with their products {seconds:.1f} s"
+            )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", choices=["rvr", "rvc", "subset", "dask"], required=True)
+    parser.add_argument(
+        "--case", choices=["rvr", "rvc", "subset", "dask", "dask-pass"], required=True
+    )
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--centres", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--chunk-rows", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--passes", type=int, default=3, help="dask-pass: passes timed")
     args = parser.parse_args(argv)
     print(f"case {args.case}  n {args.n}  load {os.getloadavg()[0]:.2f}")
     counter = _Counter(KernelBasis)
-    {"rvr": run_rvr, "subset": run_rvr, "rvc": run_rvc, "dask": run_dask}[args.case](args, counter)
+    cases = {"rvr": run_rvr, "subset": run_rvr, "rvc": run_rvc, "dask": run_dask}
+    cases["dask-pass"] = run_dask_pass
+    cases[args.case](args, counter)
     print(f"client peak RSS {_peak_rss_mb():.0f} MB")
 
 
