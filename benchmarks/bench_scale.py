@@ -89,6 +89,11 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _two_class(n: int, seed: int):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-2.0, 2.0, size=(n, 2))
@@ -167,20 +172,23 @@ def run_dask_pass(args, counter):
     from bayes_rvm.kernels import RBF
     from bayes_rvm.solvers.sequential import PREFETCH
 
-    with _dask_friedman(args) as (_, X, _):
+    with _dask_friedman(args) as (client, X, _):
         # gamma="scale" for uniform inputs on [0, 1]^10: 1 / (10 var) = 1.2
         centres = choose_centres(X, args.centres, args.seed)
         basis = DaskKernelBasis(X, RBF(1.2), centres=centres)
         rng = np.random.default_rng(args.seed)
         for _ in range(args.passes):
             idx = rng.choice(basis.n_columns, PREFETCH, replace=False)
+            worker_cpu = sum(client.run(_cpu_seconds).values())
             start = time.perf_counter()
             columns = basis.columns(idx)
             fetched = time.perf_counter() - start
             basis.transpose_dot(columns)
             seconds = time.perf_counter() - start
+            worker_cpu = sum(client.run(_cpu_seconds).values()) - worker_cpu
             print(
-                f"fetch of {PREFETCH} columns {fetched:.1f} s, with their products {seconds:.1f} s"
+                f"fetch of {PREFETCH} columns {fetched:.1f} s, with their products "
+                f"{seconds:.1f} s (workers' CPU {worker_cpu:.1f} s)"
             )
 
 
