@@ -560,7 +560,7 @@ class ScaledBasis(Basis):
     fits on unit-norm columns so that the solvers' thresholds are relative to the data.
     ``base_sq_norms``, the squared column norms of the wrapped basis when the caller has
     them (``fit_type2`` computed them to choose the scales), spares every later pass the
-    norms: :meth:`sq_norms` and :meth:`transpose_dot_with_norms` (unweighted) return
+    norms: ``sq_norms`` and ``transpose_dot_with_norms`` (unweighted) return
     ``base_sq_norms / scales^2``, the values a pass would compute.
     """
 

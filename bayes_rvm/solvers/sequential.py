@@ -9,7 +9,7 @@ time: add an inactive column, re-estimate an active ``alpha``, or delete an acti
 the action with the largest increase of the log evidence (ties go to the lowest column
 index).
 
-:func:`fit` chooses between two implementations:
+``fit`` chooses between two implementations:
 
 - Gaussian likelihood with a learned noise on a basis of at most :attr:`Schedule.dense_bytes`
   (``N n_basis`` doubles): the compiled step loop (:mod:`bayes_rvm.solvers._compiled`,
