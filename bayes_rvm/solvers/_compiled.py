@@ -145,6 +145,8 @@ class Ascent:
         self.unit = (np.einsum("ij,ij->i", B, B) > 0).astype(np.float64)
         self.learn_noise = learn_noise
         self.prior = prior
+        # the Gamma(c, d) noise hyperprior enters the objective when the noise is learned
+        self.has_hyper = learn_noise and (prior.c != 0.0 or prior.d != 0.0)
         self.tol, self.max_iter, self.schedule = tol, max_iter, schedule
         self.floor = noise_var_floor(t)
         cap = min(n_basis, 64)
@@ -180,10 +182,9 @@ class Ascent:
         self.istate[_slots.I_PATH] = 1
 
     def _refresh(self) -> None:
-        has_hyper = self.learn_noise and (self.prior.c != 0.0 or self.prior.d != 0.0)
         _kernels().refresh(
             self.idx, self.alpha, self.C, self.Phi, self.t, self.phi_t, self.unit,
-            self.Sigma, self.mu, self.L, self.S, self.Q, self.istate, self.fstate, has_hyper,
+            self.Sigma, self.mu, self.L, self.S, self.Q, self.istate, self.fstate, self.has_hyper,
             self.prior.c, self.prior.d,
         )  # fmt: skip
 
@@ -216,7 +217,6 @@ class Ascent:
         empty model below the noise optimum when the first noise update says the start
         was above it (Tipping 2001, eq. 46 more than halved the variance)."""
         sch = self.schedule
-        has_hyper = self.learn_noise and (self.prior.c != 0.0 or self.prior.d != 0.0)
         settings = np.array(
             [
                 self.tol, self.floor, sch.refactor_min, sch.span, sch.resolution,
@@ -230,7 +230,7 @@ class Ascent:
                     self.B, self.t, self.phi_t, self.unit, self.idx, self.alpha, self.C,
                     self.Phi, self.Sigma, self.mu, self.L, self.position, self.S, self.Q,
                     self.istate, self.fstate, self.unresolved, self.path, self.learn_noise,
-                    has_hyper, self.prior.c, self.prior.d, self.max_iter, settings,
+                    self.has_hyper, self.prior.c, self.prior.d, self.max_iter, settings,
                 )
             )  # fmt: skip
             if code == Status.FULL:
@@ -258,16 +258,12 @@ def ascend_dense(
     t: np.ndarray,
     *,
     prior: Prior,
-    noise_var: float | None,
     max_iter: int,
     tol: float,
     schedule: Schedule,
 ) -> tuple[Ascent, Status]:
-    """The better of the two ascents of the schedule (one when the noise is fixed)."""
+    """The better of the two ascents of the schedule, the noise learned."""
     options = {"prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule}
-    if noise_var is not None:
-        first = Ascent(B, t, 1.0 / noise_var, learn_noise=False, **options)
-        return first, first.run()
     beta = 1.0 / initial_noise_var(t, schedule.start_noise)
     first = Ascent(B, t, beta, learn_noise=True, **options)
     status = first.run()

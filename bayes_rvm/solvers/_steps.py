@@ -223,7 +223,7 @@ def noise_update(alpha, Phi, t, Sigma, mu, M, c, d, floor):
 
 
 @_jit
-def _sq_update(C, v, M, beta, S, Q, kappa_s, kappa_q, skip_col, new_col):
+def _sq_update(C, v, M, beta, S, Q, kappa_s, kappa_q, new_col):
     """``S_m += kappa_s e_m^2``, ``Q_m += kappa_q e_m`` with ``e_m = beta (C_m . v)`` (plus
     ``beta C_m,new`` for an add): the rank-one terms of Tipping & Faul (2003), appendix."""
     e = np.dot(v[:M].copy(), C[:M])
@@ -391,7 +391,7 @@ def ascend(
                 for b in range(M):
                     Sigma[a, b] -= kappa * sigma_p[a] * sigma_p[b]
                 mu[a] -= kappa * mu_p * sigma_p[a]
-            _sq_update(C, sigma_p, M, beta, S, Q, kappa, kappa * mu_p, -1, -1)
+            _sq_update(C, sigma_p, M, beta, S, Q, kappa, kappa * mu_p, -1)
             istate[I_SINCE] += 1
             if math.isfinite(best_alpha):
                 if istate[I_LSYNC] and not _update_factor(L_keep, M, p, best_alpha - alpha[p]):
@@ -507,7 +507,7 @@ def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, L, unit, idx, alpha, position, S, Q
     Sigma[M, M] = sigma_jj
     mu[M] = mu_j
     # e_m = beta phi_m^T phi_j - beta^2 phi_m^T Phi Sigma Phi^T phi_j = beta (C_mj - C_m . w)
-    _sq_update(C, w, M, beta, S, Q, -sigma_jj, -mu_j, -1, M)
+    _sq_update(C, w, M, beta, S, Q, -sigma_jj, -mu_j, M)
     idx[M] = j
     alpha[M] = alpha_j
     position[j] = M

@@ -310,9 +310,8 @@ def _fit_compiled(
     scales = np.where(usable, np.sqrt(sq_norms), 1.0)
     B = np.ascontiguousarray((Phi / scales).T)
     ascent, status = ascend_dense(
-        B, t, prior=prior, noise_var=None, max_iter=stop.max_iter, tol=stop.tol,
-        schedule=schedule,
-    )  # fmt: skip
+        B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule
+    )
     if status == Status.NOT_PD:
         raise np.linalg.LinAlgError(
             "the posterior precision of the sequential fit lost positive definiteness; "
