@@ -562,6 +562,7 @@ or callable, default="rbf"
         self.noise_var_ = self.result_.noise_var
         # the augmented predictive (RVM*) needs every training input and target, as a GP does
         self.X_train_, self.y_train_ = X, y
+        self.train_weights_ = sample_weight  # None without sample_weight
 
     def predict(self, X, return_std: bool = False, predictive: str | None = None):
         """Predictive mean, and with ``return_std`` the predictive standard deviation.
@@ -601,6 +602,12 @@ or callable, default="rbf"
             raise ValueError(
                 "predictive='augmented' adds a kernel function centred on each test input, "
                 "which needs the inputs: it is not available with kernel='precomputed'"
+            )
+        if self.train_weights_ is not None:
+            raise ValueError(
+                "predictive='augmented' is derived for one noise level shared by every "
+                "training row; this model was fitted with sample_weight (a noise level per "
+                "row): use predictive='paper'"
             )
         X_train, t = self.X_train_, self.y_train_
         Phi = self.basis_.design(X_train)

@@ -169,6 +169,17 @@ def test_augmented_needs_the_inputs():
         model.predict(gram[:3], predictive="augmented")
 
 
+def test_augmented_refuses_a_weighted_fit():
+    """The RVM* formulas assume one noise level; a weighted fit has one per row (it gave
+    a mean 0.0016 and a variance 3 % off a weighted brute-force refit)."""
+    X, t = _gap_sinc()
+    weights = np.random.default_rng(0).uniform(1.0, 3.0, t.size)
+    model = RVR(gamma=0.25).fit(X, t, sample_weight=weights)
+    with pytest.raises(ValueError, match="fitted with sample_weight"):
+        model.predict(X[:3], predictive="augmented")
+    model.predict(X[:3])  # the paper's predictive stays available
+
+
 def test_augmented_survives_pickling(gap_fit):
     model = gap_fit[0]
     restored = pickle.loads(pickle.dumps(model))
