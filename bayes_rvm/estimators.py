@@ -939,10 +939,6 @@ or callable, default="rbf"
         binary.fit(X, targets, sample_weight=sample_weight)
         return binary, time.perf_counter() - start
 
-    def _latent(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Latent mean and variance at validated inputs (binary / multinomial fits)."""
-        return self._by_row_blocks(X, self.result_.predict)
-
     def decision_function(self, X):
         """Latent function at the posterior mode, ``phi(x)^T w*``.
 
@@ -955,7 +951,7 @@ or callable, default="rbf"
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if hasattr(self, "estimators_"):
             return np.column_stack([e.decision_function(X) for e in self.estimators_])
-        return self._latent(X)[0]
+        return self._by_row_blocks(X, lambda Phi: Phi @ self.result_.mu)
 
     def _log_proba(self, X: np.ndarray, moderated: bool) -> np.ndarray:
         if hasattr(self, "estimators_"):
