@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bayes_rvm import _linalg, laplace
-from bayes_rvm.basis import Basis
+from bayes_rvm.basis import Basis, _weighted_sq_norms
 from bayes_rvm.evidence import (
     Prior,
     column_gain,
@@ -220,10 +220,8 @@ class LaplaceStep:
     def initial_alpha(self) -> np.ndarray:
         # prior variance of each latent function equal to 1 on average over the (weighted) rows
         n, n_basis = self.Phi.shape
-        if self.link.weights is None:
-            return initial_alpha(np.einsum("ij,ij->j", self.Phi, self.Phi), np.ones(n), n_basis)
         weights = self.link.weights
-        return initial_alpha(weights @ self.Phi**2, np.ones(n), n_basis, weights)
+        return initial_alpha(_weighted_sq_norms(self.Phi, weights), np.ones(n), n_basis, weights)
 
     def state(self, active, alpha, beta, warm) -> State:
         mode = laplace.posterior_mode(self.Phi[:, active], self.link, alpha, warm)
