@@ -158,13 +158,12 @@ def fit_vb(
     b = np.broadcast_to(np.asarray(b, dtype=np.float64), (m,))
     gram, phi_t = Phi.T @ Phi, Phi.T @ t
     alpha_shape = a + 0.5
-    alpha_rate = b.copy()
     learned = noise_var is None
     beta_shape = c + 0.5 * n if learned else None
     # start from the prior means of alpha and a noise of a tenth of the target variance
     alpha_mean = a / b
     beta_mean = 10.0 / max(float(np.var(t)), 1e-12) if learned else 1.0 / noise_var
-    beta_rate = beta_shape / beta_mean if learned else None
+    beta_rate = None  # q(beta)'s rate, from the first sweep on when the noise is learned
     path = []
     converged = False
     for _ in range(max_iter):
