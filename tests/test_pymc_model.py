@@ -206,8 +206,6 @@ def test_option_errors(problem):
         rvm_weights(Phi, 2.0, 1.0, parameterization="collapsed")
     with pytest.raises(ValueError, match="improper Gamma"), pm.Model():
         rvm_weights(Phi, [2.0] * 6, np.r_[1.0, 0.0, 1.0, 1.0, 1.0, 1.0])
-    with pytest.raises(ValueError, match="unknown likelihood 'poisson'"):
-        build_model(Phi, t, "poisson", **PRIOR)
     labels = (t > 0).astype(float)
     with pytest.raises(ValueError, match="needs the Gaussian likelihood"):
         build_model(Phi, labels, "bernoulli", a=2.0, b=1.0, parameterization="collapsed")
