@@ -55,6 +55,7 @@ from bayes_rvm._validation import (
 from bayes_rvm.evidence import LOG_2PI
 from bayes_rvm.likelihoods import LIKELIHOODS, get_likelihood
 from bayes_rvm.posterior import gaussian_posterior
+from bayes_rvm.posterior import predictive as gaussian_predictive
 from bayes_rvm.pymc_model import (
     _GRAM_MISMATCH,
     build_model,
@@ -127,9 +128,9 @@ def _loo_gaussian(Phi, t, mu, L, beta) -> np.ndarray:
     ``g_n = beta - beta^2 phi_n^T Sigma phi_n``: no ``N x N`` matrix. ``Phi``, ``mu`` and
     ``L`` (the factor of ``Sigma^-1``) are over the active columns.
     """
-    Z = _linalg.solve_lower(L, Phi.T) if L.size else np.zeros((0, Phi.shape[0]))
-    g = beta - beta**2 * np.einsum("ij,ij->j", Z, Z)
-    c = beta * (t - Phi @ mu)
+    mean, weight_var = gaussian_predictive(Phi, mu, L, None)  # Phi mu, phi_n^T Sigma phi_n
+    g = beta - beta**2 * weight_var
+    c = beta * (t - mean)
     return 0.5 * (np.log(g) - LOG_2PI - c**2 / g)
 
 
