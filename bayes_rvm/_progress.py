@@ -65,11 +65,9 @@ class ProgressLine:
         self._write(f"[{self.title}] {message}; {self.elapsed():.1f} s elapsed")
         self._draw()
 
-    def close(self, message: str | None = None) -> None:
-        """Erase the bar, and write ``message`` as the last line."""
-        if message is not None:
-            self._write(f"[{self.title}] {message}")
-        elif self.shown:
+    def close(self) -> None:
+        """Erase the bar."""
+        if self.shown:
             self._write("", end="\r")
 
     def _write(self, text: str, end: str = "\n") -> None:
