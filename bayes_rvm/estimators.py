@@ -37,7 +37,13 @@ from bayes_rvm._validation import (
     validate_parameters,
 )
 from bayes_rvm.augmented import augmented_predictive, default_alpha_star
-from bayes_rvm.basis import ExtraColumns, KernelBasis, PrecomputedBasis, choose_centres
+from bayes_rvm.basis import (
+    BLOCK_BYTES,
+    ExtraColumns,
+    KernelBasis,
+    PrecomputedBasis,
+    choose_centres,
+)
 from bayes_rvm.kernels import Kernel, check_gamma, check_kernel, get_kernel
 from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
 from bayes_rvm.solvers import SOLVER_CHOICES, default_solver, fit_type2, fit_type2_scales
@@ -596,8 +602,9 @@ or callable, default="rbf"
             mean, var = self._by_row_blocks(X, self.result_.predict)
         return (mean, np.sqrt(var)) if return_std else mean
 
-    def _augmented(self, X: np.ndarray, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
-        """RVM* predictive, ``block`` test inputs at a time (an ``N x block`` kernel block)."""
+    def _augmented(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """RVM* predictive, test inputs in blocks whose ``N x block`` kernel block takes at
+        most :data:`~bayes_rvm.basis.BLOCK_BYTES`."""
         if self.kernel_ is None:
             raise ValueError(
                 "predictive='augmented' adds a kernel function centred on each test input, "
@@ -611,6 +618,7 @@ or callable, default="rbf"
             )
         X_train, t = self.X_train_, self.y_train_
         Phi = self.basis_.design(X_train)
+        block = max(1, BLOCK_BYTES // (8 * X_train.shape[0]))
         result = self.result_
         mean, var = np.empty(X.shape[0]), np.empty(X.shape[0])
         for start in range(0, X.shape[0], block):
