@@ -18,7 +18,6 @@ import dask; this module does.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 
@@ -123,11 +122,6 @@ class DaskKernelBasis(KernelBasis):
         self._chunks = list(self.X.to_delayed().ravel())
         bounds = np.cumsum((0, *self.X.chunks[0]))
         self._rows = [slice(a, b) for a, b in pairwise(bounds)]
-
-    def with_kernel(self, kernel: Kernel | Callable) -> DaskKernelBasis:
-        other = copy.copy(self)
-        other.kernel = kernel
-        return other
 
     def _setting(self) -> tuple:
         """What every chunk task needs besides its rows, as one graph node each."""
