@@ -62,6 +62,7 @@ class Example:
 
 def examples() -> list[Example]:
     found = []
+
     def rank(path: Path):
         return (ORDER.index(path.stem), "") if path.stem in ORDER else (len(ORDER), path.stem)
 

@@ -76,13 +76,16 @@ def _gallery_pages() -> list[tuple[str, str]]:
                 f"run `python scripts/docs/gallery.py {example.name}`"
             )
         image = f"images/{example.name}.png"
-        pages.append((
-            f"gallery/{example.name}.md",
-            f"# {example.title}\n\n{example.description}\n\n![{example.title}]({image})\n\n"
-            f"```python\n{example.code}```\n\n"
-            f"[Download the script]({example.name}.py) and run it with `python "
-            f"{example.name}.py`, or the whole gallery with `python scripts/docs/gallery.py`.\n",
-        ))
+        pages.append(
+            (
+                f"gallery/{example.name}.md",
+                f"# {example.title}\n\n{example.description}\n\n![{example.title}]({image})\n\n"
+                f"```python\n{example.code}```\n\n"
+                f"[Download the script]({example.name}.py) and run it with `python "
+                f"{example.name}.py`, or the whole gallery with "
+                "`python scripts/docs/gallery.py`.\n",
+            )
+        )
         cards.append(
             f'<a href="{example.name}/"><img src="{image}" alt="{example.title}">'
             f"<br>{example.title}</a>"
