@@ -54,7 +54,7 @@ from bayes_rvm._validation import (
 )
 from bayes_rvm.evidence import LOG_2PI
 from bayes_rvm.likelihoods import LIKELIHOODS, get_likelihood
-from bayes_rvm.posterior import gaussian_posterior
+from bayes_rvm.posterior import gaussian_posterior, precision_factor
 from bayes_rvm.posterior import predictive as gaussian_predictive
 from bayes_rvm.pymc_model import (
     _GRAM_MISMATCH,
@@ -1140,7 +1140,7 @@ def _loo_row(tree) -> dict:
         return row
     if tree.attrs.get("fit") == "evidence":
         terms = _flat(tree["log_likelihood"]["t"])[0]
-        if not tree["log_likelihood"].attrs.get("pointwise", "").startswith("log p(t_n | t_-n"):
+        if tree.attrs.get("likelihood") != "gaussian":
             return {**row, "loo": "n/a: no exact leave-one-out form (classification)"}
         return {
             "elpd_loo": float(terms.sum()),
@@ -1164,16 +1164,20 @@ def _shrinkage(tree, fitted: _Fitted, max_draws: int = 200) -> np.ndarray | None
     alpha = _flat(tree["posterior"]["alpha"])
     beta = _flat(tree["posterior"]["beta"]).reshape(-1)
     pick = np.unique(np.linspace(0, alpha.shape[0] - 1, min(max_draws, alpha.shape[0])).round())
+    # draws that repeat (alpha, beta), e.g. every draw of an evidence fit, share one factor
+    hyper, rows = np.unique(
+        np.column_stack([alpha[pick.astype(int)], beta[pick.astype(int)]]),
+        axis=0,
+        return_inverse=True,
+    )
     gram = fitted.Phi.T @ fitted.Phi
-    gamma = np.zeros((pick.size, alpha.shape[1]))
-    for row, s in enumerate(pick.astype(int)):
-        active = np.isfinite(alpha[s])  # pruned columns of evidence fits: gamma = 0
-        # Tipping (2001) eq. 12: Sigma^-1 = A + beta Phi^T Phi over the active columns
-        H = beta[s] * gram[np.ix_(active, active)]
-        H[np.diag_indices_from(H)] += alpha[s, active]
+    distinct = np.zeros((hyper.shape[0], alpha.shape[1]))
+    for row, (alpha_s, beta_s) in enumerate(zip(hyper[:, :-1], hyper[:, -1], strict=True)):
+        active = np.isfinite(alpha_s)  # pruned columns of evidence fits: gamma = 0
+        L = precision_factor(gram[np.ix_(active, active)], alpha_s[active], beta_s)
         # Tipping (2001) eq. 17: gamma_i = 1 - alpha_i Sigma_ii
-        gamma[row, active] = 1.0 - alpha[s, active] * _linalg.inverse_diag(_linalg.cholesky(H))
-    return gamma
+        distinct[row, active] = 1.0 - alpha_s[active] * _linalg.inverse_diag(L)
+    return distinct[rows.reshape(-1)]
 
 
 def _basis_rows(name: str, tree, fitted: _Fitted, level: float) -> pd.DataFrame:

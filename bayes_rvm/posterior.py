@@ -13,7 +13,16 @@ import numpy as np
 from bayes_rvm import _linalg
 from bayes_rvm.evidence import Prior, log_evidence_gaussian
 
-__all__ = ["GaussianFit", "fit_gaussian", "gaussian_posterior", "predictive"]
+__all__ = ["GaussianFit", "fit_gaussian", "gaussian_posterior", "precision_factor", "predictive"]
+
+
+def precision_factor(gram: np.ndarray, alpha: np.ndarray, beta: float) -> np.ndarray:
+    """Lower Cholesky factor of the posterior precision ``A + beta Phi^T Phi``, from
+    ``gram = Phi^T Phi`` over the active columns and their precisions ``alpha``."""
+    # Tipping (2001) eq. 12: Sigma^-1 = A + beta Phi^T Phi
+    H = beta * gram
+    H[np.diag_indices_from(H)] += alpha
+    return _linalg.cholesky(H)
 
 
 def gaussian_posterior(
@@ -33,10 +42,7 @@ def gaussian_posterior(
     L : lower Cholesky factor of ``Sigma^-1``
     mu : posterior mean
     """
-    # Tipping (2001) eq. 12: Sigma^-1 = A + beta Phi^T Phi
-    H = beta * gram
-    H[np.diag_indices_from(H)] += alpha
-    L = _linalg.cholesky(H)
+    L = precision_factor(gram, alpha, beta)
     # Tipping (2001) eq. 13: mu = beta Sigma Phi^T t
     mu = _linalg.cho_solve(L, beta * phi_t)
     return L, mu

@@ -256,6 +256,18 @@ def test_evidence_tree_pruned_columns(regression):
     assert tree.attrs["log_evidence"] == result.log_evidence
 
 
+def test_compare_shrinkage_of_an_evidence_fit(regression):
+    """The basis table's shrinkage is eq. 17's gamma_i = 1 - alpha_i Sigma_ii of the fit
+    (every draw shares the type-II alpha, beta), and 0 for the pruned columns."""
+    Phi, t, Phi_new, t_new = regression
+    result = br.fit_type2(Phi, t)
+    tree = br.to_inference_data(result, Phi, t, X_new=Phi_new, draws=50, random_seed=1)
+    basis = br.compare({"evidence": tree}, t_new).basis.set_index("basis")
+    np.testing.assert_allclose(basis.loc[result.active, "shrinkage"], result.gamma, rtol=1e-10)
+    np.testing.assert_array_equal(basis.loc[result.inactive, "shrinkage"], 0.0)
+    np.testing.assert_array_equal(basis.loc[result.active, "p_relevant"], result.gamma > 0.5)
+
+
 def test_compare_tables(fits, regression):
     comparison = br.compare(fits, regression[3], interval=0.9)
     assert list(comparison.predictive.index) == list(fits)
