@@ -79,6 +79,13 @@ def _expected_log_gamma_prior(mean, mean_log, shape, rate):
     return shape * np.log(rate) - gammaln(shape) + (shape - 1.0) * mean_log - rate * mean
 
 
+def _moments(Phi, t, mu, L) -> tuple[np.ndarray, float]:
+    """``diag(Sigma)`` and ``E||t - Phi w||^2 = ||t - Phi mu||^2 + tr(Phi Sigma Phi^T)`` under
+    ``q(w) = N(mu, (L L^T)^-1)``."""
+    Z = _linalg.solve_lower(L, Phi.T)
+    return _linalg.inverse_diag(L), float(np.sum((t - Phi @ mu) ** 2) + np.sum(Z**2))
+
+
 def lower_bound(
     Phi, t, mu, precision_chol, alpha_shape, alpha_rate, beta_q, a, b, c=None, d=None
 ) -> float:
@@ -92,13 +99,16 @@ def lower_bound(
     beta_q : tuple ``(shape, rate)`` of ``q(beta)``, or a float (a fixed noise precision)
     a, b, c, d : the Gamma hyperparameters (``c, d`` unused for a fixed noise precision)
     """
-    n, m = Phi.shape
-    L = precision_chol
-    sigma_diag = _linalg.inverse_diag(L)
+    moments = _moments(Phi, t, mu, precision_chol)
+    return _bound(Phi.shape[0], mu, precision_chol, moments, alpha_shape, alpha_rate, beta_q,
+                  a, b, c, d)  # fmt: skip
+
+
+def _bound(n, mu, L, moments, alpha_shape, alpha_rate, beta_q, a, b, c, d) -> float:
+    """:func:`lower_bound` from the moments of ``q(w)`` (:func:`_moments`)."""
+    m = mu.size
+    sigma_diag, expected_rss = moments
     w2 = mu**2 + sigma_diag
-    # E||t - Phi w||^2 = ||t - Phi mu||^2 + tr(Phi Sigma Phi^T)
-    Z = _linalg.solve_lower(L, Phi.T)
-    expected_rss = float(np.sum((t - Phi @ mu) ** 2) + np.sum(Z**2))
     alpha_mean = alpha_shape / alpha_rate
     alpha_log = digamma(alpha_shape) - np.log(alpha_rate)
     if isinstance(beta_q, tuple):
@@ -169,18 +179,16 @@ def fit_vb(
     for _ in range(max_iter):
         # q(w): the Gaussian posterior at the expected precisions (Tipping 2001, eq. 12-13)
         L, mu = gaussian_posterior(gram, phi_t, alpha_mean, beta_mean)
-        sigma_diag = _linalg.inverse_diag(L)
+        moments = sigma_diag, expected_rss = _moments(Phi, t, mu, L)
         # q(alpha_i) = Gamma(a + 1/2, b + <w_i^2> / 2)
         alpha_rate = b + 0.5 * (mu**2 + sigma_diag)
         alpha_mean = alpha_shape / alpha_rate
         if learned:
             # q(beta) = Gamma(c + N/2, d + <||t - Phi w||^2> / 2)
-            Z = _linalg.solve_lower(L, Phi.T)
-            expected_rss = float(np.sum((t - Phi @ mu) ** 2) + np.sum(Z**2))
             beta_rate = d + 0.5 * expected_rss
             beta_mean = beta_shape / beta_rate
         beta_q = (beta_shape, beta_rate) if learned else beta_mean
-        path.append(lower_bound(Phi, t, mu, L, alpha_shape, alpha_rate, beta_q, a, b, c, d))
+        path.append(_bound(n, mu, L, moments, alpha_shape, alpha_rate, beta_q, a, b, c, d))
         if len(path) > 1 and path[-1] - path[-2] <= tol * abs(path[-1]):
             converged = True
             break
