@@ -50,12 +50,13 @@ Columns: ``pooled`` is the fraction of all test targets of all splits inside the
 95 % interval, with its binomial standard error; ``cover`` the per-split fraction, median
 with the minimum and maximum in brackets; ``< 0.92`` the number of splits covering less
 than 0.92, and in brackets how many a perfectly calibrated predictive would be expected to
-have (binomial, from each split's number of test targets). The other columns are medians
-with the minimum and maximum in brackets: ``NLPD`` the mean negative log predictive
-density, ``gap x`` the predictive sd at the centre of the gap (x = 4) divided by the median
-sd at the training inputs (sinc only), ``far x`` the sd at a point far outside the data
-(x = 30 for sinc; 6 training sds from the mean in every input otherwise) divided by the
-same median.
+have (binomial, from each split's number of test targets); ``in gap`` the pooled coverage
+of the test targets inside the gap (sinc only). The other columns are medians with the
+minimum and maximum in brackets: ``NLPD`` the mean negative log predictive density,
+``gap x`` the predictive sd at the centre of the gap (x = 4) divided by the median sd at
+the training inputs (sinc only), ``far x`` the sd at a point far outside the data (x = 30
+for sinc; 6 training sds from the mean in every input otherwise) divided by the same
+median.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ import argparse
 import json
 import time
 import warnings
+from functools import partial
 
 import numpy as np
 from scipy.special import logsumexp
@@ -241,14 +243,26 @@ def _mixture_scores(y, f, t_draws, beta) -> dict:
     }
 
 
+def _split_scores(score, inside, y, *columns) -> dict:
+    """``score(y, *columns)`` over every test target (the last axis of ``columns``); with a
+    gap, also the coverage (``gap_cover``) of the ``gap_n`` test targets inside it."""
+    scores = score(y, *columns)
+    if inside is not None:
+        sub = score(y[inside], *(column[..., inside] for column in columns))
+        scores.update(gap_cover=sub["cover"], gap_n=sub["n"])
+    return scores
+
+
 def run_split(name: str, split: int, fb: bool, select: str = "cv-r2", vb: bool = True) -> dict:
     rng = np.random.default_rng([split, list(DATASETS).index(name)])
     X, y, X_test, y_test, x_mean, x_sd = _standardise(*DATASETS[name](rng))
     if name == "sinc_gap":
         gap = (np.array([[np.mean(GAP)]]) - x_mean) / x_sd
         far = (np.array([[30.0]]) - x_mean) / x_sd
+        x_test = X_test[:, 0] * x_sd[0] + x_mean[0]
+        inside = (x_test > GAP[0]) & (x_test < GAP[1])
     else:
-        gap, far = None, np.full((1, X.shape[1]), 6.0)
+        gap, far, inside = None, np.full((1, X.shape[1]), 6.0), None
     gamma = choose_gamma(X, y, split, select)
     rvr = RVR(gamma=gamma).fit(X, y)
     rows = {}
@@ -257,7 +271,8 @@ def run_split(name: str, split: int, fb: bool, select: str = "cv-r2", vb: bool =
         sd_train = rvr.predict(X, return_std=True, predictive=predictive)[1]
         sd_gap = None if gap is None else rvr.predict(gap, True, predictive)[1][0]
         sd_far = rvr.predict(far, True, predictive)[1][0]
-        rows[predictive] = gaussian_scores(y_test, mean, sd) | _ratios(sd_train, sd_gap, sd_far)
+        scores = _split_scores(gaussian_scores, inside, y_test, mean, sd)
+        rows[predictive] = scores | _ratios(sd_train, sd_gap, sd_far)
     gp = GaussianProcessRegressor(
         ConstantKernel(1.0) * RBF(1.0) + WhiteKernel(0.1),
         n_restarts_optimizer=3,
@@ -266,9 +281,8 @@ def run_split(name: str, split: int, fb: bool, select: str = "cv-r2", vb: bool =
     mean, sd = gp.predict(X_test, return_std=True)
     sd_train = gp.predict(X, return_std=True)[1]
     sd_gap = None if gap is None else gp.predict(gap, return_std=True)[1][0]
-    rows["GP"] = gaussian_scores(y_test, mean, sd) | _ratios(
-        sd_train, sd_gap, gp.predict(far, return_std=True)[1][0]
-    )
+    scores = _split_scores(gaussian_scores, inside, y_test, mean, sd)
+    rows["GP"] = scores | _ratios(sd_train, sd_gap, gp.predict(far, return_std=True)[1][0])
     extra = [far] if gap is None else [gap, far]
     X_new = np.vstack([X_test, X, *extra])
     n = X_test.shape[0]
@@ -279,7 +293,8 @@ def run_split(name: str, split: int, fb: bool, select: str = "cv-r2", vb: bool =
         f, t_draws, beta, sd, divergences = posterior_predictive(
             rvr, X, y, X_new, basis, split, fit
         )
-        scores = _mixture_scores(y_test, f[:, :n], t_draws[:, :n], beta)
+        score = partial(_mixture_scores, beta=beta)
+        scores = _split_scores(score, inside, y_test, f[:, :n], t_draws[:, :n])
         sd_gap = None if gap is None else sd[-2]
         rows[label] = scores | _ratios(sd[n : n + X.shape[0]], sd_gap, sd[-1])
         if divergences is not None:
@@ -306,10 +321,10 @@ KEYS = ("nlpd", "gap", "far")
 THRESHOLD = 0.92
 
 
-def pooled_coverage(runs) -> tuple[float, float]:
+def pooled_coverage(runs, key: str = "cover", n_key: str = "n") -> tuple[float, float]:
     """Coverage over every test target of every split, and its binomial standard error."""
-    n = sum(r["n"] for r in runs)
-    covered = sum(round(r["cover"] * r["n"]) for r in runs)
+    n = sum(r[n_key] for r in runs)
+    covered = sum(round(r[key] * r[n_key]) for r in runs)
     p = covered / n
     return p, float(np.sqrt(p * (1 - p) / n))
 
@@ -317,13 +332,18 @@ def pooled_coverage(runs) -> tuple[float, float]:
 def expected_below(runs, threshold: float = THRESHOLD) -> float:
     """Expected number of splits covering less than ``threshold`` for a perfectly
     calibrated 95 % interval: each test target inside with probability 0.95, independently."""
-    return float(sum(binom.cdf(np.ceil(threshold * r["n"]) - 1, r["n"], LEVEL) for r in runs))
+    total = 0.0
+    for r in runs:
+        k = np.arange(r["n"] + 1)
+        total += binom.pmf(k[k / r["n"] < threshold], r["n"], LEVEL).sum()
+    return float(total)
 
 
 def table(results: dict) -> str:
     lines = [
-        f"| data | predictive | splits | pooled | cover | < {THRESHOLD} | NLPD | gap x | far x |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| data | predictive | splits | pooled | cover | < {THRESHOLD} | in gap | NLPD | gap x "
+        "| far x |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, splits in results.items():
         for method in ("paper", "augmented", "vb", "GP", "FB relevant", "FB all"):
@@ -332,10 +352,14 @@ def table(results: dict) -> str:
                 continue
             p, se = pooled_coverage(runs)
             below = sum(r["cover"] < THRESHOLD for r in runs)
+            in_gap = "-"
+            if "gap_cover" in runs[0]:
+                in_gap = "{:.3f} ± {:.3f}".format(*pooled_coverage(runs, "gap_cover", "gap_n"))
             cells = [
                 f"{p:.3f} ± {se:.3f}",
                 _cell([r["cover"] for r in runs]),
                 f"{below} ({expected_below(runs):.1f})",
+                in_gap,
                 *(_cell([r[key] for r in runs], 2 if key != "nlpd" else 3) for key in KEYS),
             ]
             lines.append(f"| {name} | {method} | {len(runs)} | " + " | ".join(cells) + " |")
