@@ -93,8 +93,12 @@ def augmented_predictive(
 
     the RVM's predictive plus one term from the new weight. Far from the data ``k`` and
     ``phi_*`` vanish, so ``S*, Q* -> 0``, ``e* -> c`` and the variance tends to
-    ``1/beta + c^2 / alpha*``; where the active basis already explains the new column
-    ``e*`` is small and ``S*`` large, and the extra term is small.
+    ``1/beta + c^2 / alpha*``. The extra term is small where the active basis already
+    predicts the new function's value at ``x*`` from its values at the training inputs
+    (``e*`` small), or where the data pin the new weight down (``S*`` large:
+    ``S* = k^T C^-1 k`` with ``C = beta^-1 I + Phi A^-1 Phi^T`` is large when many training
+    inputs lie under the new function and the active basis does not already account for
+    it there).
 
     Cost per test input: ``O(N M)`` for ``Phi^T k``, ``O(M^2)`` for the two triangular
     solves, ``O(N)`` for ``k^T k`` and ``k^T (t - Phi mu)``; nothing is refactored (the
@@ -162,9 +166,11 @@ def default_alpha_star(t: np.ndarray, beta: float, k_self: np.ndarray) -> np.nda
     standardised targets (``var(t) = 1``) on eight splits of four of the data sets of
     ``benchmarks/bench_coverage.py``.
 
-    ``alpha*`` sets the growth far out, not in a gap: where the active basis explains much
-    of the new column (``S*`` large, A2) the added variance ``e*^2 / (alpha* + S*)`` is below
-    ``e*^2 / S*`` whatever ``alpha*`` is.
+    ``alpha*`` sets the growth far out, not in a gap: where the new function reaches
+    training inputs (``S*`` large, A2) the data determine its weight and the added variance
+    ``e*^2 / (alpha* + S*)`` is below ``e*^2 / S*`` whatever ``alpha*`` is. In a gap
+    narrower than about three kernel length scales that cap, not ``alpha*``, sets the
+    growth (``benchmarks/bench_gap.py``).
 
     Parameters
     ----------
