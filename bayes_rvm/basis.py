@@ -578,6 +578,11 @@ class ScaledBasis(Basis):
         products = self.basis.transpose_dot(V)
         return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
 
+    def toarray(self) -> np.ndarray:
+        """The wrapped basis's matrix (built as it builds it: a kernel basis in blocks),
+        divided by the scales."""
+        return np.divide(self.basis.toarray(), self.scales)
+
     def sq_norms(self) -> np.ndarray:
         if self._sq_norms is not None:
             return self._sq_norms
