@@ -74,7 +74,8 @@ class LargeSchedule:
     mode_rows : float
         Classification with the basis in memory: a mode update re-weighs the rows whose
         weight ``B_n`` or weighted target moved by more than this times the largest
-        weight (the ascent still ends on products weighed in full).
+        ``y (1 - y)`` (times the row's likelihood weight); the ascent still ends on
+        products weighed in full.
     mode_stall : int
         Classification: the run stops when this many mode updates in a row have not raised
         the best Laplace evidence by ``tol``, and returns to the best model.

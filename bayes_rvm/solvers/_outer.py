@@ -88,9 +88,10 @@ class ModeLoop:
 
     With the basis in memory (``rows``: the matrix and its column norms), an update
     re-weighs only the rows whose weight ``B_n`` or weighted target ``(B t^)_n`` moved by
-    more than ``mode_rows`` times the largest weight since they were last weighed: the
-    products are then exact for weights within that distance of ``B`` (a Gaussian
-    problem of its own, which the steps follow), at a cost proportional to those rows.
+    more than ``mode_rows`` times the largest ``y (1 - y)`` (times the row's likelihood
+    weight) since they were last weighed: the products are then exact for weights within
+    that distance of ``B`` (a Gaussian problem of its own, which the steps follow), at a
+    cost proportional to those rows.
     The Laplace evidence is always that of the exact mode and Hessian, and the ascent
     ends (:meth:`ascend`) only on products weighed in full at the final mode.
     """
@@ -140,12 +141,17 @@ class ModeLoop:
         target = weights * F + residual
         M = ws.M
         if not (exact or self.rows is None or self.weights.size != weights.size):
-            limit = self.schedule.mode_rows * float(np.max(weights))
+            # per row, mode_rows x the largest y (1 - y) times the row's likelihood weight
+            # (a row of weight 2 moves when its two copies would)
+            counts = np.ones_like(weights) if self.link.weights is None else self.link.weights
+            # Tipping (2001) eq. 25 without the weights: y (1 - y)
+            curvature = np.divide(weights, counts, out=np.zeros_like(weights), where=counts > 0)
+            limit = self.schedule.mode_rows * float(np.max(curvature)) * counts
             moved = np.abs(weights - self.weights) > limit
             moved |= np.abs(target - self.target) > limit
             rows = np.flatnonzero(moved)
             # beyond a third of the rows, gathering them costs more than the full pass
-            if 3 * rows.size < weights.size:
+            if 3 * np.sum(counts[rows]) < np.sum(counts):
                 self._weigh_rows(ws, rows, weights, target)
                 run.cache.reweight(self.weights)
                 return weights
