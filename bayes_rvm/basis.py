@@ -579,9 +579,14 @@ class ScaledBasis(Basis):
         return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
 
     def toarray(self) -> np.ndarray:
-        """The wrapped basis's matrix (built as it builds it: a kernel basis in blocks),
-        divided by the scales."""
-        return np.divide(self.basis.toarray(), self.scales)
+        """The whole matrix, filled in blocks of at most :data:`BLOCK_BYTES` columns (a
+        kernel basis evaluates each block once; no second full copy)."""
+        out = np.empty(self.shape)
+        step = max(1, BLOCK_BYTES // (8 * max(1, self.n_rows)))
+        for start in range(0, self.n_columns, step):
+            stop = min(start + step, self.n_columns)
+            out[:, start:stop] = self.columns(np.arange(start, stop))
+        return out
 
     def sq_norms(self) -> np.ndarray:
         if self._sq_norms is not None:
