@@ -13,7 +13,7 @@ from bayes_rvm.basis import KernelBasis, as_basis
 from bayes_rvm.evidence import Prior, delta_add
 from bayes_rvm.kernels import RBF
 from bayes_rvm.laplace import Bernoulli, log_evidence_laplace, posterior_mode
-from bayes_rvm.solvers import sequential
+from bayes_rvm.solvers import _outer, sequential
 from bayes_rvm.solvers._ascent import Ascent, Stopping
 from bayes_rvm.solvers._crosses import Compression, CrossCache
 from bayes_rvm.solvers._outer import ModeLoop
@@ -168,12 +168,16 @@ def _ripley_design():
     return KernelBasis(data.X_train, RBF(4.0)).toarray(), data.y_train.astype(float)
 
 
-def test_mode_update_reweighs_only_the_rows_that_moved():
+@pytest.mark.parametrize("rows_at_a_time", [None, 7])
+def test_mode_update_reweighs_only_the_rows_that_moved(monkeypatch, rows_at_a_time):
     """Within the ascent a mode update re-weighs only the rows whose weight or weighted
     target moved by more than mode_rows x max B: the products are then those of the
     weights the loop holds, exactly (checked against products from scratch), and those
-    weights are within that distance of B at the new latent values."""
+    weights are within that distance of B at the new latent values. The moved rows are
+    gathered in blocks (here also 7 rows at a time)."""
     Phi, t = _ripley_design()
+    if rows_at_a_time is not None:
+        monkeypatch.setattr(_outer, "BLOCK_BYTES", 8 * Phi.shape[1] * rows_at_a_time)
     n, n_basis = Phi.shape
     schedule = sequential.LargeSchedule(mode_rows=1e-3)
     basis = as_basis(Phi)

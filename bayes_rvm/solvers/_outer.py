@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from bayes_rvm import _linalg
+from bayes_rvm.basis import BLOCK_BYTES
 from bayes_rvm.evidence import Prior, noise_variance
 from bayes_rvm.laplace import Bernoulli, log_evidence_laplace, posterior_mode
 from bayes_rvm.solvers._ascent import Ascent, Outcome
@@ -179,9 +180,15 @@ class ModeLoop:
         V = np.column_stack(
             [delta_w[:, None] * ws.Phi[rows, :M], target[rows] - self.target[rows]]
         )
-        block = Phi[rows]
-        products = (block.T @ V) / scales[:, None]
-        unit = np.einsum("ij,ij,i->j", block, block, delta_w) / scales**2
+        products = np.zeros((Phi.shape[1], M + 1))
+        unit = np.zeros(Phi.shape[1])
+        step = max(1, BLOCK_BYTES // (8 * Phi.shape[1]))  # rows gathered at a time
+        for start in range(0, rows.size, step):
+            block = Phi[rows[start : start + step]]
+            products += block.T @ V[start : start + step]
+            unit += np.einsum("ij,ij,i->j", block, block, delta_w[start : start + step])
+        products /= scales[:, None]
+        unit /= scales**2
         self.weights, self.target = self.weights.copy(), self.target.copy()
         self.weights[rows], self.target[rows] = weights[rows], target[rows]
         ws.reweigh(products[:, :M], products[:, M], unit)
