@@ -578,6 +578,16 @@ class ScaledBasis(Basis):
         products = self.basis.transpose_dot(V)
         return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
 
+    def toarray(self) -> np.ndarray:
+        """The whole matrix, filled in blocks of at most :data:`BLOCK_BYTES` columns (a
+        kernel basis evaluates each block once; no second full copy)."""
+        out = np.empty(self.shape)
+        step = max(1, BLOCK_BYTES // (8 * max(1, self.n_rows)))
+        for start in range(0, self.n_columns, step):
+            stop = min(start + step, self.n_columns)
+            out[:, start:stop] = self.columns(np.arange(start, stop))
+        return out
+
     def sq_norms(self) -> np.ndarray:
         if self._sq_norms is not None:
             return self._sq_norms

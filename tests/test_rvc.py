@@ -9,11 +9,15 @@ from scipy.special import expit, softmax
 from sklearn.datasets import load_wine
 
 from bayes_rvm import RVC, RVR, datasets, fit_type2
-from bayes_rvm.basis import KernelBasis
-from bayes_rvm.evidence import Prior
+from bayes_rvm.basis import KernelBasis, as_basis
+from bayes_rvm.evidence import Prior, delta_add
 from bayes_rvm.kernels import RBF
-from bayes_rvm.laplace import Bernoulli, posterior_mode
-from bayes_rvm.solvers import sequential
+from bayes_rvm.laplace import Bernoulli, log_evidence_laplace, posterior_mode
+from bayes_rvm.solvers import _outer, sequential
+from bayes_rvm.solvers._ascent import Ascent, Stopping
+from bayes_rvm.solvers._crosses import Compression, CrossCache
+from bayes_rvm.solvers._outer import ModeLoop
+from bayes_rvm.solvers._workspace import Workspace
 
 
 def _two_moons_like(rng, n):
@@ -157,6 +161,83 @@ def test_sequential_stops_a_cycle_at_its_best_model(rng):
     assert mackay.log_evidence - 0.5 < fit.log_evidence <= mackay.log_evidence
     mode = posterior_mode(basis.columns(fit.active), Bernoulli(y), fit.alpha)
     np.testing.assert_allclose(fit.mu, mode.mu, rtol=1e-6)
+
+
+def _ripley_design():
+    data = datasets.load_ripley()
+    return KernelBasis(data.X_train, RBF(4.0)).toarray(), data.y_train.astype(float)
+
+
+@pytest.mark.parametrize("rows_at_a_time", [None, 7])
+def test_mode_update_reweighs_only_the_rows_that_moved(monkeypatch, rows_at_a_time):
+    """Within the ascent a mode update re-weighs only the rows whose weight or weighted
+    target moved by more than mode_rows x max B: the products are then those of the
+    weights the loop holds, exactly (checked against products from scratch), and those
+    weights are within that distance of B at the new latent values. The moved rows are
+    gathered in blocks (here also 7 rows at a time)."""
+    Phi, t = _ripley_design()
+    if rows_at_a_time is not None:
+        monkeypatch.setattr(_outer, "BLOCK_BYTES", 8 * Phi.shape[1] * rows_at_a_time)
+    n, n_basis = Phi.shape
+    schedule = sequential.LargeSchedule(mode_rows=1e-3)
+    basis = as_basis(Phi)
+    compression = Compression.none(basis, t)
+    scales = np.sqrt(compression.sq_norms)
+    ws = Workspace(t, compression.phi_t, np.ones(n_basis), 1.0, schedule)
+    run = Ascent(ws, CrossCache(basis, scales, 1, schedule.cache_bytes), Stopping(100, 1e-6))
+    link = Bernoulli(t)
+    mode = ModeLoop(link, Prior(), schedule, False, (Phi, scales))
+    mode.weigh(run, np.zeros(n))
+    run.add_first(np.ones(n_basis, dtype=bool))
+    mode.update(run, exact=True)
+    assert mode.exact
+    F0 = ws.Phi[:, : ws.M] @ ws.mu
+    F1 = F0.copy()
+    F1[: n // 5] += np.random.default_rng(0).normal(0.0, 0.5, n // 5)  # a fifth of the rows
+    mode.weigh(run, F1, exact=False)
+    assert not mode.exact
+    assert 0 < mode.moved < n
+    curvature, residual = link.irls(F1)
+    B = curvature[:, 0, 0]
+    limit = schedule.mode_rows * B.max()
+    assert np.max(np.abs(mode.weights - B)) <= limit
+    assert np.max(np.abs(mode.target - (B * F1 + residual))) <= limit
+    assert np.max(np.abs(mode.weights - B)) > 0  # some rows kept their old weights
+    unit_Phi = Phi / scales
+    W = mode.weights[:, None]
+    M = ws.M
+    np.testing.assert_allclose(ws.C[:, :M], unit_Phi.T @ (W * ws.Phi[:, :M]), atol=1e-13)
+    np.testing.assert_allclose(ws.phi_t, unit_Phi.T @ mode.target, atol=1e-13)
+    np.testing.assert_allclose(
+        ws.unit, np.einsum("ij,ij,i->j", unit_Phi, unit_Phi, W[:, 0]), atol=1e-13
+    )
+
+
+def test_sequential_rvc_ends_on_the_exact_products_at_its_mode():
+    """Mode updates re-weigh only the rows that moved (here a coarse mode_rows, so that
+    most do), but the fit ends on products weighed at the returned mode: its log evidence
+    is the Laplace evidence of the returned model computed from scratch, and the re-add
+    gains are those of S, Q computed from scratch at that mode (Tipping & Faul 2003,
+    Sec. 4)."""
+    Phi, t = _ripley_design()
+    options = {"prior": Prior(), "noise_var": None, "max_iter": 100_000, "tol": 1e-6}
+    coarse = sequential.LargeSchedule(mode_rows=0.05)
+    fit = sequential.fit(as_basis(Phi), t, link=Bernoulli(t), large_schedule=coarse, **options)
+    assert fit.converged
+    Phi_a = Phi[:, fit.active]
+    mode = posterior_mode(Phi_a, Bernoulli(t), fit.alpha, fit.mu)
+    assert fit.log_evidence == pytest.approx(log_evidence_laplace(mode, fit.alpha), abs=1e-8)
+    # Faul & Tipping (2002): S, Q of every column with noise precisions B at the mode
+    B = mode.y * (1.0 - mode.y)
+    target_B = B * (Phi_a @ mode.mu) + (t - mode.y)  # B t^
+    cross = Phi.T @ (B[:, None] * Phi_a)
+    Z = solve_triangular(mode.precision_chol, cross.T, lower=True)
+    z = solve_triangular(mode.precision_chol, Phi_a.T @ target_B, lower=True)
+    S = np.einsum("ij,ij,i->j", Phi, Phi, B) - np.sum(Z**2, axis=0)
+    Q = Phi.T @ target_B - Z.T @ z
+    inactive = np.setdiff1d(np.arange(Phi.shape[1]), fit.active)
+    np.testing.assert_allclose(fit.readd_gain, delta_add(S[inactive], Q[inactive]), atol=1e-7)
+    assert np.all(fit.readd_gain <= 1e-6)
 
 
 @pytest.fixture(scope="module")

@@ -97,7 +97,7 @@ class Ascent:
         self.log_ev = -np.inf
         self.path: list[float] = []
         self.steps = 0
-        self.polish = polish  # joint Newton steps on the tail (regression only)
+        self.polish = polish  # joint Newton steps on the tail of re-estimates
 
     def record(self, log_ev: float, *, first: bool = False) -> float:
         """The objective is now ``log_ev`` (after an outer update or new products): it

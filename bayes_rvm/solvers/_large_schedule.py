@@ -26,7 +26,8 @@ class LargeSchedule:
         factor.
     polish_after : int
         Re-estimates in a row after which the active ``alpha`` take joint Newton steps in
-        place of the next re-estimate (Gaussian likelihood).
+        place of the next re-estimate (classification: on the weighted problem between
+        mode updates).
     newton_steps : int
         Newton steps per polish.
     newton_max : float
@@ -67,9 +68,14 @@ class LargeSchedule:
         ``mode_gain_max``) when the Laplace evidence gained more than 3/4 of the claim and
         halves (down to ``mode_gain_min``) when it gained less than 1/4.
     mode_dense_bytes : int
-        Classification: a basis of at most this many bytes is held as a dense matrix (every
-        mode update re-weights the products of every column with the active ones, a pass
-        over the whole basis).
+        Classification: a basis of at most this many bytes is held as a dense matrix (mode
+        updates re-weigh the products of every column with the active ones, over the rows
+        whose weights moved; above it, every update is a pass over the whole basis).
+    mode_rows : float
+        Classification with the basis in memory: a mode update re-weighs the rows whose
+        weight ``B_n`` or weighted target moved by more than this times the largest
+        ``y (1 - y)`` (times the row's likelihood weight); the ascent still ends on
+        products weighed in full.
     mode_stall : int
         Classification: the run stops when this many mode updates in a row have not raised
         the best Laplace evidence by ``tol``, and returns to the best model.
@@ -96,4 +102,5 @@ class LargeSchedule:
     mode_gain_min: float = 1e-3
     mode_gain_max: float = 10.0
     mode_dense_bytes: int = 2**30
+    mode_rows: float = 1e-3
     mode_stall: int = 10

@@ -38,7 +38,9 @@ index).
     of the noise: at the mode ``w*`` the evidence is that of a Gaussian model with noise
     precisions ``B = diag(y (1 - y))`` and working target ``t^ = Phi w* + B^-1 (t - y)``
     (Tipping & Faul 2003, Sec. 4), and the mode is found again whenever the steps since the
-    last mode claim more than a trust radius, and after they converge.
+    last mode claim more than a trust radius, and after they converge. With the basis in
+    memory a mode update re-weighs only the rows whose weights moved, and the run ends on
+    products weighed in full at the final mode.
 
 Columns are normalised to unit length (the scaling is undone on the reported ``mu``,
 ``alpha`` and factor; with ``a = b = 0`` the evidence is invariant to it). Why the
@@ -158,13 +160,14 @@ def fit(
     else:
         noise_fixed = True
         ws = Workspace(t, products.start_phi_t, products.start_unit, 1.0, large)
-        run = Ascent(ws, products.start, stop)
-        outer = mode = ModeLoop(link, prior, large, verbose)
+        run = Ascent(ws, products.start, stop, polish=True)
+        rows = (basis.toarray(), products.scales) if products.dense else None
+        outer = mode = ModeLoop(link, prior, large, verbose, rows)
         mode.weigh(run, np.zeros(t.size))  # the empty model: y = 1/2 everywhere
         run.add_first(products.usable)
-        mode.update(run)
+        mode.update(run, exact=True)
         run.record(run.log_ev, first=True)  # the path starts at the first mode
-        status = _settle(run.ascend(mode, stale=False), run, mode)
+        status = mode.ascend(run, stale=False)
     if products.approximate or (
         products.compression.rank > 0 and (link is not None or not _products_agree(run, tol))
     ):
@@ -195,6 +198,7 @@ class _Products:
     start_phi_t: np.ndarray  # Phi~^T t of the starting products
     start_unit: np.ndarray  # diag(Phi~^T Phi~) of the starting products
     approximate: bool  # the run starts on the projected basis U U^T Phi~
+    dense: bool  # the basis is a matrix in memory
 
     @classmethod
     def of(
@@ -221,22 +225,15 @@ class _Products:
             start_phi_t, start_unit = B @ (U.T @ t), np.einsum("ij,ij->i", B, B)
             return cls(
                 basis, compression, scales, usable, unit, exact, start, start_phi_t,
-                start_unit, approximate,
+                start_unit, approximate, dense,
             )  # fmt: skip
         start_cache: Crosses = exact
         if compression.rank:
             start_cache = CompressedCrosses(basis, scales, compression, schedule, project=False)
         return cls(
             basis, compression, scales, usable, unit, exact, start_cache, compression.phi_t,
-            unit, approximate,
+            unit, approximate, dense,
         )  # fmt: skip
-
-
-def _settle(status: Outcome, run: Ascent, mode: ModeLoop) -> Outcome:
-    """Classification: after a stall, return to the best model seen."""
-    if status is Outcome.STALLED:
-        mode.restore_best(run)
-    return status
 
 
 def _ascend_on_exact_products(
@@ -261,8 +258,8 @@ def _ascend_on_exact_products(
     run.cache = products.exact
     if isinstance(outer, ModeLoop):
         outer.restart()
-        outer.update(run)
-        return _settle(run.ascend(outer, stale=False), run, outer)
+        outer.update(run, exact=True)
+        return outer.ascend(run, stale=False)
     cross = basis.transpose_dot(ws.Phi[:, : ws.M]) / scales[:, None]
     ws.rebase(cross, products.compression.phi_t, products.unit, ws.beta)
     run.record(gaussian_log_evidence(ws, prior, noise_fixed))
