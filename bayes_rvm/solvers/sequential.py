@@ -141,7 +141,11 @@ def fit(
     # The compiled loop learns the noise by continuation from below; with the noise held
     # fixed the joint Newton steps of the large path reach better optima (docs/benchmarks.md).
     if link is None and noise_var is None and n_bytes <= schedule.dense_bytes:
-        return _fit_compiled(basis, t, prior, stop, schedule)
+        result = _fit_compiled(basis, t, prior, stop, schedule)
+        if result is not None:
+            return result
+        # the compiled loop lost positive definiteness (nearly collinear columns): the large
+        # path's resolution test and joint Newton steps fit such bases
     if link is not None and n_bytes <= large.mode_dense_bytes:
         basis = as_basis(basis.toarray())
         products = _Products.of(basis, Compression.none(basis, t), t, large, dense=True)
@@ -296,9 +300,9 @@ def _ascend_gaussian(
 
 def _fit_compiled(
     basis: Basis, t: np.ndarray, prior: Prior, stop: Stopping, schedule: Schedule
-) -> Type2Result:
+) -> Type2Result | None:
     """Gaussian likelihood, noise learned, basis in memory: the compiled ascent
-    (:mod:`._compiled`)."""
+    (:mod:`._compiled`); ``None`` when its posterior precision lost positive definiteness."""
     Phi = basis.toarray()
     sq_norms = np.einsum("ij,ij->j", Phi, Phi)
     usable = sq_norms > 0
@@ -310,10 +314,7 @@ def _fit_compiled(
         B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule
     )
     if status == Status.NOT_PD:
-        raise np.linalg.LinAlgError(
-            "the posterior precision of the sequential fit lost positive definiteness; "
-            "use solver='mackay'"
-        )
+        return None
     index, alpha = ascent.model()
     order = np.argsort(index, kind="stable")
     active = index[order]
