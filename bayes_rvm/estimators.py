@@ -472,7 +472,14 @@ or callable, default="rbf"
     log_evidence_ : float
         Final log marginal likelihood with hyperprior terms (eq. 36).
     log_evidence_path_ : ndarray
+        The log evidence along the fit: one entry per iteration (MacKay, EM), or per
+        add / re-estimate / delete step and noise update (sequential). The sequential
+        solver's entries between two refactorisations of the posterior precision are
+        running values from the steps' gains; with nearly collinear relevant columns
+        (its condition number near ``1 / eps``) they can overshoot, and the next
+        refactorisation brings them back. The last entry is ``log_evidence_``.
     n_iter_ : int
+        Iterations (MacKay, EM), or steps and noise updates (sequential).
     kernel_ : Kernel or None
         The kernel with ``gamma`` resolved, or the learned scales with
         ``optimize_scales`` (``None`` when precomputed).
@@ -746,8 +753,11 @@ or callable, default="rbf"
     log_evidence_ : float or ndarray of shape (K,)
         Laplace approximation of the log evidence (one per classifier with ``"ovr"``).
     log_evidence_path_ : ndarray
-        Binary and multinomial only.
+        Binary and multinomial only: the log evidence along the fit (the sequential
+        solver: the Laplace evidence at each mode, the weighted Gaussian objective of the
+        steps between modes). The last entry is ``log_evidence_``.
     n_iter_ : int or ndarray of shape (K,)
+        Iterations or steps of the solver (one-vs-rest: per class).
     estimators_ : list of RVC
         ``"ovr"`` with more than two classes: the fitted binary classifiers, class ``k``
         against the rest.
