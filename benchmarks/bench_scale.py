@@ -22,7 +22,9 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
 Besides the wall-clock time of ``fit`` it counts the passes over the basis the solver
 asked for (``Phi^T V`` with or without the column norms) and the column fetches, and
 times the mean pass, so that a fit's cost can be read as passes times the cost of one
-pass (``docs/guide/scale.md``).
+pass (``docs/guide/scale.md``); and it times the reductions of the basis to its
+triangular factor (:meth:`~bayes_rvm.basis.Basis.reduce`), the bulk of a Gaussian fit's
+cost when the basis has many more rows than columns.
 
 Usage (from the repository root)::
 
@@ -58,14 +60,21 @@ class _Counter:
     """Counts and times the passes and column fetches of every kernel basis class."""
 
     def __init__(self, *classes):
-        self.passes = self.fetches = 0
-        self.pass_seconds = 0.0
+        self.passes = self.fetches = self.reductions = 0
+        self.pass_seconds = self.reduce_seconds = 0.0
         for cls in classes:
             self._wrap(cls)
 
     def _wrap(self, cls):
-        run_pass, fetch = cls._pass, cls.columns
+        run_pass, fetch, reduce = cls._pass, cls.columns, cls.reduce
         counter = self
+
+        def counted_reduce(basis, *args, **kwargs):
+            start = time.perf_counter()
+            out = reduce(basis, *args, **kwargs)
+            counter.reductions += 1
+            counter.reduce_seconds += time.perf_counter() - start
+            return out
 
         def counted_pass(basis, *args, **kwargs):
             start = time.perf_counter()
@@ -78,11 +87,14 @@ class _Counter:
             counter.fetches += 1
             return fetch(basis, idx)
 
-        cls._pass, cls.columns = counted_pass, counted_columns
+        cls._pass, cls.columns, cls.reduce = counted_pass, counted_columns, counted_reduce
 
     def report(self) -> str:
         mean = self.pass_seconds / max(1, self.passes)
-        return f"passes {self.passes} (mean {mean:.3f} s)  column fetches {self.fetches}"
+        return (
+            f"passes {self.passes} (mean {mean:.3f} s)  column fetches {self.fetches}  "
+            f"reductions {self.reductions} ({self.reduce_seconds:.1f} s)"
+        )
 
 
 def _peak_rss_mb() -> float:
