@@ -172,9 +172,13 @@ def run_dask(args, counter):
 
     counter._wrap(DaskKernelBasis)
     test = make_friedman1(N_TEST, random_state=args.seed + 1)
-    with _dask_friedman(args) as (_, X, y):
+    with _dask_friedman(args) as (client, X, y):
         model = RVR(centres=args.centres, random_state=args.seed)
-        _fit(model, X, y.compute(), counter)
+        target = y.compute()
+        worker_cpu = sum(client.run(_cpu_seconds).values())
+        _fit(model, X, target, counter)
+        worker_cpu = sum(client.run(_cpu_seconds).values()) - worker_cpu
+        print(f"workers' CPU during the fit {worker_cpu:.1f} s")
     rmse = np.sqrt(np.mean((model.predict(test.X) - test.f) ** 2))
     print(f"RMSE against the true function on {N_TEST} inputs: {rmse:.3f}")
 

@@ -16,7 +16,19 @@ index).
   :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, two ascents
   and a final certificate on exact ``S, Q`` (see :class:`Schedule`).
 - Otherwise (larger bases, a fixed noise, the Bernoulli likelihood) the large path, scheduled
-  by :class:`LargeSchedule`:
+  by :class:`LargeSchedule` (below).
+
+A Gaussian fit whose basis is over :attr:`Schedule.dense_bytes` but has at least twice as
+many rows as columns first reduces the data (when the factor fits in
+:attr:`Schedule.reduced_bytes`): the evidence (Tipping 2001, eq. 36), the posterior (eq.
+12-13) and the noise update (eq. 46) see them only through ``Phi^T Phi``, ``Phi^T t``,
+``t^T t`` and ``N``, which the upper-triangular factor ``[[R, z], [0, r]]`` of ``[Phi | t]``
+(:meth:`~bayes_rvm.basis.Basis.reduce`, one pass of ``2 N n_basis^2`` flops) carries: the
+design ``[R; 0]`` with target ``[z; r]``, counted as ``N`` rows, is the same problem in
+``n_basis + 1`` rows. A learned noise then takes the compiled path on it, a fixed noise the
+large path.
+
+The large path:
 
   - :class:`~bayes_rvm.solvers._workspace.Workspace` holds the posterior over the active
     (unit-norm) columns, updated by rank-one terms in ``O(M^2)`` per step and refactored every
