@@ -65,29 +65,30 @@ class _Counter:
         for cls in classes:
             self._wrap(cls)
 
-    def _wrap(self, cls):
-        run_pass, fetch, reduce = cls._pass, cls.columns, cls.reduce
+    def _timed(self, method, count: str, seconds: str):
+        """``method`` counted in the attribute ``count`` and timed in ``seconds``."""
         counter = self
 
-        def counted_reduce(basis, *args, **kwargs):
+        def timed(basis, *args, **kwargs):
             start = time.perf_counter()
-            out = reduce(basis, *args, **kwargs)
-            counter.reductions += 1
-            counter.reduce_seconds += time.perf_counter() - start
+            out = method(basis, *args, **kwargs)
+            setattr(counter, count, getattr(counter, count) + 1)
+            setattr(counter, seconds, getattr(counter, seconds) + time.perf_counter() - start)
             return out
 
-        def counted_pass(basis, *args, **kwargs):
-            start = time.perf_counter()
-            out = run_pass(basis, *args, **kwargs)
-            counter.passes += 1
-            counter.pass_seconds += time.perf_counter() - start
-            return out
+        return timed
+
+    def _wrap(self, cls):
+        fetch = cls.columns
+        counter = self
 
         def counted_columns(basis, idx):
             counter.fetches += 1
             return fetch(basis, idx)
 
-        cls._pass, cls.columns, cls.reduce = counted_pass, counted_columns, counted_reduce
+        cls._pass = self._timed(cls._pass, "passes", "pass_seconds")
+        cls.reduce = self._timed(cls.reduce, "reductions", "reduce_seconds")
+        cls.columns = counted_columns
 
     def report(self) -> str:
         mean = self.pass_seconds / max(1, self.passes)
