@@ -7,6 +7,8 @@ run where the chunk lives: the task evaluates the kernel between its rows and th
 centres in blocks of :data:`~bayes_rvm.basis.BLOCK_BYTES` and returns its partial
 ``(n_columns, k)`` product; the client sums the partials. Column fetches ``Phi[:, idx]``
 are one task per chunk as well, and only those columns travel to the client. The
+reduction of a Gaussian fit (:meth:`DaskKernelBasis.reduce`) is one task per chunk and
+a tree of folds, and only ``(n_columns + 1)^2`` triangular factors travel. The
 inputs never leave the workers; the client holds the centres, the target and the
 vectors the solver multiplies with.
 
@@ -26,7 +28,7 @@ import dask.array as da
 import numpy as np
 
 from bayes_rvm._validation import check_design
-from bayes_rvm.basis import ExtraColumns, KernelBasis
+from bayes_rvm.basis import ExtraColumns, KernelBasis, fold_rows
 from bayes_rvm.kernels import Kernel
 
 __all__ = ["DaskKernelBasis", "check_dask_inputs"]
@@ -70,6 +72,16 @@ def _chunk_pass(rows, kernel, centres, bias, extra, V, with_norms, weights) -> t
 
 def _chunk_columns(rows, kernel, centres, bias, extra, idx) -> np.ndarray:
     return _chunk_basis(rows, kernel, centres, bias, extra).columns(idx)
+
+
+def _chunk_reduce(rows, kernel, centres, bias, extra, t, row_scale) -> np.ndarray:
+    """One row chunk's triangular factor of ``[D Phi | t]``."""
+    return _chunk_basis(rows, kernel, centres, bias, extra).reduce(t, row_scale)
+
+
+def _fold_factors(upper: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """The factor of two chunks' rows from the factors of each."""
+    return fold_rows(upper.copy(order="F"), lower.copy(order="F"), triangular=True)
 
 
 def _add(parts: list[tuple]) -> tuple:
@@ -147,6 +159,28 @@ class DaskKernelBasis(KernelBasis):
             for rows, span in zip(self._chunks, self._rows, strict=True)
         ]
         return dask.compute(dask.delayed(_add)(tasks))[0]
+
+    def reduce(self, t: np.ndarray, row_scale: np.ndarray | None = None) -> np.ndarray:
+        """:meth:`~bayes_rvm.basis.Basis.reduce` on the cluster: one task per row chunk
+        factors its rows of ``[D Phi | t]``, and the factors are folded pairwise in a tree
+        (:func:`~bayes_rvm.basis.fold_rows`). Only ``(n + 1) x (n + 1)`` factors travel;
+        ``t`` and ``row_scale`` go to the workers a chunk's share each."""
+        t = self._row_vector(t, "t")
+        row_scale = None if row_scale is None else self._row_vector(row_scale, "row_scale")
+        setting = self._setting()
+        factors = [
+            dask.delayed(_chunk_reduce)(
+                rows, *setting, t[span], None if row_scale is None else row_scale[span]
+            )
+            for rows, span in zip(self._chunks, self._rows, strict=True)
+        ]
+        while len(factors) > 1:
+            pairs = [
+                dask.delayed(_fold_factors)(upper, lower)
+                for upper, lower in zip(factors[::2], factors[1::2], strict=False)
+            ]
+            factors = pairs + factors[len(pairs) * 2 :]
+        return dask.compute(factors[0])[0]
 
     def toarray(self) -> np.ndarray:
         """The whole matrix gathered to the client (``n_rows x n_columns`` floats)."""

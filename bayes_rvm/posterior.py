@@ -67,6 +67,10 @@ class GaussianFit:
         ``t - Phi mu``.
     alpha : ndarray of shape (M,)
     beta : float
+    n_rows : int, optional
+        ``N`` of the evidence when the rows of ``Phi`` stand for more rows: a reduced
+        design ``[R; 0]`` with target ``[z; r]`` (:meth:`~bayes_rvm.basis.Basis.reduce`)
+        has the residual norm of the ``N`` rows it reduces. ``residual.size`` if ``None``.
     """
 
     L: np.ndarray
@@ -74,6 +78,7 @@ class GaussianFit:
     residual: np.ndarray
     alpha: np.ndarray
     beta: float
+    n_rows: int | None = None
 
     @property
     def rss(self) -> float:
@@ -91,7 +96,7 @@ class GaussianFit:
 
     @property
     def n(self) -> int:
-        return self.residual.size
+        return self.residual.size if self.n_rows is None else self.n_rows
 
     def log_evidence(self, prior: Prior, *, noise_learned: bool = True) -> float:
         """The objective of eq. 36: :meth:`log_marginal` plus the Gamma hyperprior terms
@@ -109,6 +114,7 @@ def fit_gaussian(
     *,
     gram: np.ndarray | None = None,
     phi_t: np.ndarray | None = None,
+    n_rows: int | None = None,
 ) -> GaussianFit:
     """The Gaussian posterior over the weights of the columns of ``Phi`` (Tipping 2001,
     eq. 12-13) and its residual.
@@ -122,6 +128,9 @@ def fit_gaussian(
     beta : float
     gram, phi_t : arrays, optional
         ``Phi^T Phi`` and ``Phi^T t`` when the caller has them (computed otherwise).
+    n_rows : int, optional
+        ``N`` when ``Phi`` and ``t`` are a reduced design and target (see
+        :class:`GaussianFit`).
 
     Returns
     -------
@@ -130,7 +139,7 @@ def fit_gaussian(
     gram = Phi.T @ Phi if gram is None else gram
     phi_t = Phi.T @ t if phi_t is None else phi_t
     L, mu = gaussian_posterior(gram, phi_t, alpha, beta)
-    return GaussianFit(L, mu, t - Phi @ mu, alpha, beta)
+    return GaussianFit(L, mu, t - Phi @ mu, alpha, beta, n_rows=n_rows)
 
 
 def predictive(

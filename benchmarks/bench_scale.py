@@ -22,7 +22,9 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
 Besides the wall-clock time of ``fit`` it counts the passes over the basis the solver
 asked for (``Phi^T V`` with or without the column norms) and the column fetches, and
 times the mean pass, so that a fit's cost can be read as passes times the cost of one
-pass (``docs/guide/scale.md``).
+pass (``docs/guide/scale.md``); and it times the reductions of the basis to its
+triangular factor (:meth:`~bayes_rvm.basis.Basis.reduce`), the bulk of a Gaussian fit's
+cost when the basis has many more rows than columns.
 
 Usage (from the repository root)::
 
@@ -58,31 +60,42 @@ class _Counter:
     """Counts and times the passes and column fetches of every kernel basis class."""
 
     def __init__(self, *classes):
-        self.passes = self.fetches = 0
-        self.pass_seconds = 0.0
+        self.passes = self.fetches = self.reductions = 0
+        self.pass_seconds = self.reduce_seconds = 0.0
         for cls in classes:
             self._wrap(cls)
 
-    def _wrap(self, cls):
-        run_pass, fetch = cls._pass, cls.columns
+    def _timed(self, method, count: str, seconds: str):
+        """``method`` counted in the attribute ``count`` and timed in ``seconds``."""
         counter = self
 
-        def counted_pass(basis, *args, **kwargs):
+        def timed(basis, *args, **kwargs):
             start = time.perf_counter()
-            out = run_pass(basis, *args, **kwargs)
-            counter.passes += 1
-            counter.pass_seconds += time.perf_counter() - start
+            out = method(basis, *args, **kwargs)
+            setattr(counter, count, getattr(counter, count) + 1)
+            setattr(counter, seconds, getattr(counter, seconds) + time.perf_counter() - start)
             return out
+
+        return timed
+
+    def _wrap(self, cls):
+        fetch = cls.columns
+        counter = self
 
         def counted_columns(basis, idx):
             counter.fetches += 1
             return fetch(basis, idx)
 
-        cls._pass, cls.columns = counted_pass, counted_columns
+        cls._pass = self._timed(cls._pass, "passes", "pass_seconds")
+        cls.reduce = self._timed(cls.reduce, "reductions", "reduce_seconds")
+        cls.columns = counted_columns
 
     def report(self) -> str:
         mean = self.pass_seconds / max(1, self.passes)
-        return f"passes {self.passes} (mean {mean:.3f} s)  column fetches {self.fetches}"
+        return (
+            f"passes {self.passes} (mean {mean:.3f} s)  column fetches {self.fetches}  "
+            f"reductions {self.reductions} ({self.reduce_seconds:.1f} s)"
+        )
 
 
 def _peak_rss_mb() -> float:
@@ -160,9 +173,13 @@ def run_dask(args, counter):
 
     counter._wrap(DaskKernelBasis)
     test = make_friedman1(N_TEST, random_state=args.seed + 1)
-    with _dask_friedman(args) as (_, X, y):
+    with _dask_friedman(args) as (client, X, y):
         model = RVR(centres=args.centres, random_state=args.seed)
-        _fit(model, X, y.compute(), counter)
+        target = y.compute()
+        worker_cpu = sum(client.run(_cpu_seconds).values())
+        _fit(model, X, target, counter)
+        worker_cpu = sum(client.run(_cpu_seconds).values()) - worker_cpu
+        print(f"workers' CPU during the fit {worker_cpu:.1f} s")
     rmse = np.sqrt(np.mean((model.predict(test.X) - test.f) ** 2))
     print(f"RMSE against the true function on {N_TEST} inputs: {rmse:.3f}")
 

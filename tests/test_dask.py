@@ -61,6 +61,20 @@ def test_passes_and_columns_equal_the_in_memory_basis(data):
     np.testing.assert_allclose(remote.cross(idx), local.cross(idx), rtol=1e-12, atol=1e-12)
 
 
+def test_reduction_equals_the_in_memory_one(data):
+    """The chunks' factors folded in a tree: the products of ``[D Phi | t]`` to rounding."""
+    X, y, _ = data
+    local = KernelBasis(X, RBF(0.3), centres=X[:30], extra=["linear"])
+    remote = DaskKernelBasis(
+        da.from_array(X, chunks=(50, 2)), RBF(0.3), centres=X[:30], extra=["linear"]
+    )
+    scale = np.random.default_rng(2).uniform(0.0, 2.0, 240)
+    R = remote.reduce(y, scale)
+    np.testing.assert_array_equal(np.tril(R, -1), 0.0)
+    expected = local.reduce(y, scale)
+    np.testing.assert_allclose(R.T @ R, expected.T @ expected, rtol=0, atol=1e-13 * 240)
+
+
 @pytest.mark.parametrize(
     ("X", "error", "match"),
     [
@@ -117,6 +131,9 @@ def test_rvr_on_a_local_cluster_fits_like_in_memory(large_data, client, centres)
         np.testing.assert_array_equal(remote.relevance_vectors_, local.relevance_vectors_)
     workers = {task["worker"] for task in stream.data if "_chunk_pass" in task["key"]}
     assert len(workers) == 2, "the passes did not run on both workers"
+    if centres is not None:  # N >= 2 (n + 1): the fit ran on the reduced design
+        workers = {task["worker"] for task in stream.data if "_chunk_reduce" in task["key"]}
+        assert len(workers) == 2, "the reduction did not run on both workers"
     np.testing.assert_allclose(remote.predict(X[:5]), local.predict(X[:5]), rtol=1e-6)
 
 

@@ -52,6 +52,10 @@ class Schedule:
     ----------
     dense_bytes : int
         The compiled path holds ``Phi~^T`` when it takes at most this many bytes.
+    reduced_bytes : int
+        A larger basis with at least twice as many rows as columns is reduced to its
+        triangular factor (:meth:`~bayes_rvm.basis.Basis.reduce`, ``(n_basis + 1)^2``
+        doubles) when that takes at most this many bytes, and the compiled path runs on it.
     start_noise : float
         First ascent: starting noise variance as a fraction of ``var(t)``.
     second_start : float
@@ -93,6 +97,7 @@ class Schedule:
     """
 
     dense_bytes: int = 16 * 2**20
+    reduced_bytes: int = 512 * 2**20
     start_noise: float = 0.02
     second_start: float = 0.25
     first_inner: float = 0.1
@@ -136,11 +141,17 @@ class Ascent:
     tol : float
     max_iter : int
     schedule : Schedule
+    full_t : ndarray, optional
+        When ``B`` is a reduced design ``[R; 0]^T`` (target ``t = [z; r]``), the target of
+        the rows it stands for: their number is ``N`` (eq. 36 and 46, ``sub_steps``) and
+        the noise floor is taken from it.
     """
 
-    def __init__(self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule):
+    def __init__(self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, full_t=None):
         n_basis, N = B.shape
         self.B, self.t = B, t
+        full_t = t if full_t is None else full_t
+        self.n_rows = full_t.size
         self.phi_t = B @ t
         self.unit = (np.einsum("ij,ij->i", B, B) > 0).astype(np.float64)
         self.learn_noise = learn_noise
@@ -148,7 +159,7 @@ class Ascent:
         # the Gamma(c, d) noise hyperprior enters the objective when the noise is learned
         self.has_hyper = learn_noise and (prior.c != 0.0 or prior.d != 0.0)
         self.tol, self.max_iter, self.schedule = tol, max_iter, schedule
-        self.floor = noise_var_floor(t)
+        self.floor = noise_var_floor(full_t)
         cap = min(n_basis, 64)
         self.idx = np.zeros(cap, dtype=np.int64)
         self.alpha = np.zeros(cap)
@@ -183,7 +194,7 @@ class Ascent:
 
     def _refresh(self) -> None:
         _kernels().refresh(
-            self.idx, self.alpha, self.C, self.Phi, self.t, self.phi_t, self.unit,
+            self.idx, self.alpha, self.C, self.Phi, self.t, self.n_rows, self.phi_t, self.unit,
             self.Sigma, self.mu, self.L, self.S, self.Q, self.istate, self.fstate, self.has_hyper,
             self.prior.c, self.prior.d,
         )  # fmt: skip
@@ -220,15 +231,15 @@ class Ascent:
         settings = np.array(
             [
                 self.tol, self.floor, sch.refactor_min, sch.span, sch.resolution,
-                sch.relative_inner, sch.sub_steps * self.B.shape[1], sch.restart_below,
+                sch.relative_inner, sch.sub_steps * self.n_rows, sch.restart_below,
                 sch.noise_growth, sch.noise_rtol, sch.polish, sch.cancellation,
             ]
         )  # fmt: skip
         while True:
             code = Status(
                 _kernels().ascend(
-                    self.B, self.t, self.phi_t, self.unit, self.idx, self.alpha, self.C,
-                    self.Phi, self.Sigma, self.mu, self.L, self.position, self.S, self.Q,
+                    self.B, self.t, self.n_rows, self.phi_t, self.unit, self.idx, self.alpha,
+                    self.C, self.Phi, self.Sigma, self.mu, self.L, self.position, self.S, self.Q,
                     self.istate, self.fstate, self.unresolved, self.path, self.learn_noise,
                     self.has_hyper, self.prior.c, self.prior.d, self.max_iter, settings,
                 )
@@ -261,15 +272,20 @@ def ascend_dense(
     max_iter: int,
     tol: float,
     schedule: Schedule,
+    full_t: np.ndarray | None = None,
 ) -> tuple[Ascent, Status]:
-    """The better of the two ascents of the schedule, the noise learned."""
-    options = {"prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule}
-    beta = 1.0 / initial_noise_var(t, schedule.start_noise)
+    """The better of the two ascents of the schedule, the noise learned (``full_t``: see
+    :class:`Ascent`; the starting noise is taken from it too)."""
+    options = {
+        "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
+    }  # fmt: skip
+    full_t = t if full_t is None else full_t
+    beta = 1.0 / initial_noise_var(full_t, schedule.start_noise)
     first = Ascent(B, t, beta, learn_noise=True, **options)
     status = first.run()
     if status != Status.CONVERGED:
         return first, status
-    floor = noise_var_floor(t)
+    floor = noise_var_floor(full_t)
     beta = 1.0 / max(schedule.second_start / first.beta, floor)
     second = Ascent(B, t, beta, learn_noise=True, **options)
     second_status = second.run()

@@ -48,7 +48,7 @@ class NoiseLoop:
         ws = run.ws
         rss = ws.posterior().rss
         # Tipping (2001) eq. 46
-        variance = noise_variance(rss, float(np.sum(ws.gamma())), ws.t.size, self.prior)
+        variance = noise_variance(rss, float(np.sum(ws.gamma())), ws.n_rows, self.prior)
         beta_new = 1.0 / max(variance, self.floor)
         if self.probe and beta_new * self.restart_below > ws.beta and ws.beta < 1.0 / self.floor:
             if self.verbose:

@@ -165,10 +165,12 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
 
 @_jit
 def refresh(
-    idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate, fstate, has_hyper, c, d
-):
+    idx, alpha, C, Phi, t, n_rows, phi_t, unit, Sigma, mu, L_keep, S, Q, istate, fstate,
+    has_hyper, c, d,
+):  # fmt: skip
     """A new factor, exact ``S, Q`` of every column (Tipping & Faul 2003, eq. 24-25) and the
-    log evidence (Tipping 2001, eq. 36); returns False when ``H`` is not positive definite."""
+    log evidence (Tipping 2001, eq. 36) of ``n_rows`` observations; returns False when ``H``
+    is not positive definite."""
     M = istate[I_M]
     beta = fstate[F_BETA]
     logdet = refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
@@ -185,7 +187,7 @@ def refresh(
         # Tipping & Faul (2003) eq. 24-25
         S[m] = beta * unit[m] - beta * beta * cs
         Q[m] = beta * (phi_t[m] - cm[m])
-    fstate[F_LOG_EV] = log_evidence(alpha, Phi, t, mu, M, beta, logdet, has_hyper, c, d)
+    fstate[F_LOG_EV] = log_evidence(alpha, Phi, t, n_rows, mu, M, beta, logdet, has_hyper, c, d)
     istate[I_FRESH] = 1
     return True
 
@@ -198,28 +200,30 @@ def rss(Phi, t, mu, M):
 
 
 @_jit
-def log_evidence(alpha, Phi, t, mu, M, beta, logdet, has_hyper, c, d):
+def log_evidence(alpha, Phi, t, n_rows, mu, M, beta, logdet, has_hyper, c, d):
     """Tipping (2001) eq. 36 with eq. 38 and 41, plus ``c log beta - d beta`` when the noise
-    is learned (the Gamma hyperprior on the log scale, eq. 35)."""
+    is learned (the Gamma hyperprior on the log scale, eq. 35). ``n_rows`` is ``N``: the
+    size of ``t``, or the number of rows a reduced design ``[R; 0]`` stands for."""
     log_alpha = 0.0
     weight_quad = 0.0
     for a in range(M):
         log_alpha += math.log(alpha[a])
         weight_quad += alpha[a] * mu[a] * mu[a]
-    value = _eq36(logdet, log_alpha, weight_quad, beta, rss(Phi, t, mu, M), t.size)
+    value = _eq36(logdet, log_alpha, weight_quad, beta, rss(Phi, t, mu, M), n_rows)
     if has_hyper:
         value += c * math.log(beta) - d * beta
     return value
 
 
 @_jit
-def noise_update(alpha, Phi, t, Sigma, mu, M, c, d, floor):
-    """Tipping (2001) eq. 46: ``beta = (N - sum gamma + 2c) / (rss + 2d)``, with
-    ``gamma_i = 1 - alpha_i Sigma_ii`` (eq. 17) and the noise variance at least ``floor``."""
+def noise_update(alpha, Phi, t, n_rows, Sigma, mu, M, c, d, floor):
+    """Tipping (2001) eq. 46: ``beta = (N - sum gamma + 2c) / (rss + 2d)`` with ``N =
+    n_rows``, ``gamma_i = 1 - alpha_i Sigma_ii`` (eq. 17) and the noise variance at least
+    ``floor``."""
     gamma = 0.0
     for a in range(M):
         gamma += 1.0 - alpha[a] * Sigma[a, a]  # Tipping (2001) eq. 17
-    return 1.0 / max(_eq46(rss(Phi, t, mu, M), gamma, t.size, c, d), floor)
+    return 1.0 / max(_eq46(rss(Phi, t, mu, M), gamma, n_rows, c, d), floor)
 
 
 @_jit
@@ -237,10 +241,13 @@ def _sq_update(C, v, M, beta, S, Q, kappa_s, kappa_q, new_col):
 
 @_jit
 def ascend(
-    B, t, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
+    B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
     istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
 ):  # fmt: skip
     """Steps until converged; returns a code (:data:`CONVERGED`, :data:`MAX_ITER`, ...).
+
+    ``n_rows`` is ``N`` of eq. 36 and 46: ``t.size``, or the number of rows that a reduced
+    design ``B = [R; 0]^T`` with target ``t = [z; r]`` stands for.
 
     An ``alpha`` sub-problem is converged when no step gains more than ``F_INNER`` nats on
     exact ``S, Q`` (or, while ``F_INNER > tol``, after ``sub_steps`` steps); then the
@@ -299,8 +306,8 @@ def ascend(
                 best, best_j, best_alpha = g, m, a_new
         if best_j < 0:
             if istate[I_FRESH] == 0:  # confirm on exact S, Q
-                if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate,
-                               fstate, has_hyper, c, d):  # fmt: skip
+                if not refresh(idx, alpha, C, Phi, t, n_rows, phi_t, unit, Sigma, mu, L_keep, S, Q,
+                               istate, fstate, has_hyper, c, d):  # fmt: skip
                     return NOT_PD
                 continue
             if not learn_noise or istate[I_STALE] == 0:
@@ -311,7 +318,7 @@ def ascend(
             if istate[I_STEPS] >= max_iter:
                 return MAX_ITER
             istate[I_STEPS] += 1
-            beta_new = noise_update(alpha, Phi, t, Sigma, mu, M, c, d, floor)
+            beta_new = noise_update(alpha, Phi, t, n_rows, Sigma, mu, M, c, d, floor)
             if istate[I_PROBE] and beta_new * restart_below > beta and beta < 1.0 / floor:
                 fstate[F_BETA] = beta_new
                 return ABOVE
@@ -321,14 +328,14 @@ def ascend(
             beta_new = max(beta_new, beta / noise_growth)
             before = fstate[F_LOG_EV]
             fstate[F_BETA] = beta_new
-            if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate,
-                           fstate, has_hyper, c, d):  # fmt: skip
+            if not refresh(idx, alpha, C, Phi, t, n_rows, phi_t, unit, Sigma, mu, L_keep, S, Q,
+                           istate, fstate, has_hyper, c, d):  # fmt: skip
                 return NOT_PD
             gain = fstate[F_LOG_EV] - before
             if gain < 0.0:  # eq. 46 is a fixed-point step, not an ascent step: keep beta
                 fstate[F_BETA] = beta
-                if not refresh(idx, alpha, C, Phi, t, phi_t, unit, Sigma, mu, L_keep, S, Q, istate,
-                               fstate, has_hyper, c, d):  # fmt: skip
+                if not refresh(idx, alpha, C, Phi, t, n_rows, phi_t, unit, Sigma, mu, L_keep, S, Q,
+                               istate, fstate, has_hyper, c, d):  # fmt: skip
                     return NOT_PD
                 gain = 0.0
             _record(path, istate, fstate)

@@ -44,8 +44,12 @@ class Workspace:
         unit: np.ndarray,
         beta: float,
         schedule: LargeSchedule | None = None,
+        n_rows: int | None = None,
     ):
         self.schedule = LargeSchedule() if schedule is None else schedule
+        #: ``N`` of the evidence: ``t.size``, or the number of rows a reduced design
+        #: ``[R; 0]`` with target ``[z; r]`` stands for (its fits hold the noise fixed)
+        self.n_rows = t.size if n_rows is None else n_rows
         flush = self.schedule.flush
         n_basis = phi_t.size
         self.t = t
@@ -348,7 +352,9 @@ class Workspace:
         """The Gaussian posterior from the last factor and the current ``mu`` (eq. 12-13)."""
         M = self.M
         residual = self.t - self.Phi[:, :M] @ self.mu
-        return GaussianFit(self.L, self.mu, residual, self.alpha[:M].copy(), self.beta)
+        return GaussianFit(
+            self.L, self.mu, residual, self.alpha[:M].copy(), self.beta, n_rows=self.n_rows
+        )
 
     def set_columns(self, columns: np.ndarray) -> None:
         """New values of the active columns (``N x M``, the same columns of another basis:

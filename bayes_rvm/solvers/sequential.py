@@ -16,7 +16,19 @@ index).
   :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, two ascents
   and a final certificate on exact ``S, Q`` (see :class:`Schedule`).
 - Otherwise (larger bases, a fixed noise, the Bernoulli likelihood) the large path, scheduled
-  by :class:`LargeSchedule`:
+  by :class:`LargeSchedule` (below).
+
+A Gaussian fit whose basis is over :attr:`Schedule.dense_bytes` but has at least twice as
+many rows as columns first reduces the data (when the factor fits in
+:attr:`Schedule.reduced_bytes`): the evidence (Tipping 2001, eq. 36), the posterior (eq.
+12-13) and the noise update (eq. 46) see them only through ``Phi^T Phi``, ``Phi^T t``,
+``t^T t`` and ``N``, which the upper-triangular factor ``[[R, z], [0, r]]`` of ``[Phi | t]``
+(:meth:`~bayes_rvm.basis.Basis.reduce`, one pass of ``2 N n_basis^2`` flops) carries: the
+design ``[R; 0]`` with target ``[z; r]``, counted as ``N`` rows, is the same problem in
+``n_basis + 1`` rows. A learned noise then takes the compiled path on it, a fixed noise the
+large path.
+
+The large path:
 
   - :class:`~bayes_rvm.solvers._workspace.Workspace` holds the posterior over the active
     (unit-norm) columns, updated by rank-one terms in ``O(M^2)`` per step and refactored every
@@ -62,7 +74,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayes_rvm.basis import Basis, as_basis
+from bayes_rvm.basis import Basis, DenseBasis, as_basis
 from bayes_rvm.evidence import delta_add
 from bayes_rvm.laplace import Bernoulli, LaplaceMode, log_evidence_laplace
 from bayes_rvm.posterior import GaussianFit, fit_gaussian, gaussian_posterior
@@ -138,10 +150,17 @@ def fit(
     schedule = Schedule() if schedule is None else schedule
     large = LargeSchedule() if large_schedule is None else large_schedule
     n_bytes = 8 * basis.n_rows * basis.n_columns
+    data_t = t  # the target of the N rows: N, the starting noise and its floor come from it
+    reduced = link is None and _reduction_pays(basis, schedule)
+    if reduced:
+        # the Gaussian evidence, posterior and noise update see the data only through
+        # Phi^T Phi, Phi^T t, t^T t and N: fit on [R; 0], [z; r] of equal products
+        factor = basis.reduce(t)
+        basis, t = DenseBasis(factor[:, :-1]), factor[:, -1]
     # The compiled loop learns the noise by continuation from below; with the noise held
     # fixed the joint Newton steps of the large path reach better optima (docs/benchmarks.md).
-    if link is None and noise_var is None and n_bytes <= schedule.dense_bytes:
-        result = _fit_compiled(basis, t, prior, stop, schedule)
+    if link is None and noise_var is None and (reduced or n_bytes <= schedule.dense_bytes):
+        result = _fit_compiled(basis, t, prior, stop, schedule, data_t)
         if result is not None:
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
@@ -154,11 +173,13 @@ def fit(
     if link is None:
         noise_fixed = noise_var is not None
         beta = 1.0 / (
-            noise_var if noise_var is not None else initial_noise_var(t, large.start_noise)
+            noise_var if noise_var is not None else initial_noise_var(data_t, large.start_noise)
         )
-        ws = Workspace(t, products.start_phi_t, products.start_unit, beta, large)
+        ws = Workspace(
+            t, products.start_phi_t, products.start_unit, beta, large, n_rows=data_t.size
+        )
         run = Ascent(ws, products.start, stop, polish=True)
-        noise = None if noise_fixed else NoiseLoop(prior, noise_var_floor(t), large, verbose)
+        noise = None if noise_fixed else NoiseLoop(prior, noise_var_floor(data_t), large, verbose)
         status = _ascend_gaussian(run, noise, beta, products.usable, prior, large.start_noise)
         outer: NoiseLoop | ModeLoop | None = noise
     else:
@@ -298,11 +319,30 @@ def _ascend_gaussian(
     return status
 
 
+def _reduction_pays(basis: Basis, schedule: Schedule) -> bool:
+    """Whether a Gaussian fit runs on the triangular factor of ``[Phi | t]``
+    (:meth:`~bayes_rvm.basis.Basis.reduce`): a basis too large for the compiled path, with
+    at least twice as many rows as columns, and a factor within ``reduced_bytes``."""
+    n_rows, n_basis = basis.shape
+    return (
+        8 * n_rows * n_basis > schedule.dense_bytes
+        and n_rows >= 2 * (n_basis + 1)
+        and 8 * (n_basis + 1) ** 2 <= schedule.reduced_bytes
+    )
+
+
 def _fit_compiled(
-    basis: Basis, t: np.ndarray, prior: Prior, stop: Stopping, schedule: Schedule
+    basis: Basis,
+    t: np.ndarray,
+    prior: Prior,
+    stop: Stopping,
+    schedule: Schedule,
+    data_t: np.ndarray,
 ) -> Type2Result | None:
     """Gaussian likelihood, noise learned, basis in memory: the compiled ascent
-    (:mod:`._compiled`); ``None`` when its posterior precision lost positive definiteness."""
+    (:mod:`._compiled`); ``None`` when its posterior precision lost positive definiteness.
+    ``data_t`` is ``t``, or the target of the rows that the reduced design ``basis`` and
+    target ``t`` stand for."""
     Phi = basis.toarray()
     sq_norms = np.einsum("ij,ij->j", Phi, Phi)
     usable = sq_norms > 0
@@ -311,7 +351,7 @@ def _fit_compiled(
     scales = np.where(usable, np.sqrt(sq_norms), 1.0)
     B = np.ascontiguousarray((Phi / scales).T)
     ascent, status = ascend_dense(
-        B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule
+        B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule, full_t=data_t
     )
     if status == Status.NOT_PD:
         return None
@@ -322,11 +362,11 @@ def _fit_compiled(
     # phi_j = scale_j phi~_j: alpha_j = scale_j^2 alpha~_j
     alpha = alpha[order] * scale**2
     # Tipping (2001) eq. 12-13
-    posterior = fit_gaussian(Phi[:, active], t, alpha, ascent.beta)
+    posterior = fit_gaussian(Phi[:, active], t, alpha, ascent.beta, n_rows=data_t.size)
     S, Q = ascent.readd_gain_inputs()
     result = _assemble(
         posterior.L, posterior.mu, t - posterior.residual, t, active, alpha, ascent.beta,
-        prior, None, False, S, Q,
+        prior, None, False, S, Q, n_rows=data_t.size,
         path=ascent.recorded_path(), n_iter=ascent.steps, converged=status == Status.CONVERGED,
     )  # fmt: skip
     if stop.verbose:
@@ -344,8 +384,8 @@ def _products_agree(run: Ascent, tol: float) -> bool:
     ws = run.ws
     ws.refactor()  # the factor of the current Sigma^-1 (a max_iter stop can leave it older)
     M = ws.M
-    exact = fit_gaussian(ws.Phi[:, :M], ws.t, ws.alpha[:M], ws.beta).log_marginal()
-    return abs(exact - ws.posterior().log_marginal()) <= tol
+    exact = fit_gaussian(ws.Phi[:, :M], ws.t, ws.alpha[:M], ws.beta, n_rows=ws.n_rows)
+    return abs(exact.log_marginal() - ws.posterior().log_marginal()) <= tol
 
 
 def _start_gaussian(
@@ -387,7 +427,7 @@ def _result(
     F = ws.Phi[:, :M][:, order] @ (mu * scale)
     return _assemble(
         precision_chol, mu, F, ws.t, active, alpha, ws.beta, prior, link, noise_fixed,
-        ws.S, ws.Q, path=run.path, n_iter=run.steps, converged=converged,
+        ws.S, ws.Q, n_rows=ws.n_rows, path=run.path, n_iter=run.steps, converged=converged,
     )  # fmt: skip
 
 
@@ -405,15 +445,16 @@ def _assemble(
     S: np.ndarray,
     Q: np.ndarray,
     *,
+    n_rows: int,
     path: Iterable[float],
     n_iter: int,
     converged: bool,
 ) -> Type2Result:
     """The result at the final posterior (factor, mean, latent values ``F = Phi_a mu``):
-    its log evidence (eq. 36, or the Laplace evidence at the mode) and the gains of
-    re-adding the inactive columns from the ``S, Q`` of every column."""
+    its log evidence (eq. 36 with ``N = n_rows``, or the Laplace evidence at the mode) and
+    the gains of re-adding the inactive columns from the ``S, Q`` of every column."""
     if link is None:
-        posterior = GaussianFit(precision_chol, mu, t - F, alpha, beta)
+        posterior = GaussianFit(precision_chol, mu, t - F, alpha, beta, n_rows=n_rows)
         log_ev = posterior.log_evidence(prior, noise_learned=not noise_fixed)
     else:
         log_likelihood = link.log_likelihood(F)
