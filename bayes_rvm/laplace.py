@@ -34,6 +34,7 @@ __all__ = [
     "Bernoulli",
     "Categorical",
     "LaplaceMode",
+    "hessian_factor",
     "latent_covariance",
     "latent_variance",
     "log_class_proba",
@@ -242,11 +243,14 @@ def _objective(Phi, link, prior_diag, w):
     return data - 0.5 * float(np.sum(prior_diag * w.ravel() ** 2)), data, F
 
 
-def _precision(Phi, curvature, prior_diag):
+def hessian_factor(Phi: np.ndarray, curvature: np.ndarray, prior_diag: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor of the Hessian ``Phi^T B Phi + A`` of the negative log
+    posterior, from the curvature blocks ``B_n`` (``(N, K, K)``, :meth:`Bernoulli.irls`)
+    and the prior precisions of the ``M K`` weights."""
     H = weighted_cross(Phi, curvature, Phi)
     # Tipping (2001) eq. 25: -grad grad log p = Phi^T B Phi + A
     H[np.diag_indices_from(H)] += prior_diag
-    return H
+    return _linalg.cholesky(H)
 
 
 def posterior_mode(
@@ -308,7 +312,7 @@ def posterior_mode(
         curvature, residual = link.irls(F)
         # Tipping (2001) eq. 24-25 / Bishop (2006) eq. 7.110: Phi^T W (t - y) - A w
         grad = (Phi.T @ residual).ravel() - prior_diag * w.ravel()
-        L = _linalg.cholesky(_precision(Phi, curvature, prior_diag))
+        L = hessian_factor(Phi, curvature, prior_diag)
         delta = _linalg.cho_solve(L, grad).reshape(shape)
         small = np.max(np.abs(delta), initial=0.0) <= tol * (1.0 + np.max(np.abs(w), initial=0.0))
         # Newton decrement grad^T H^-1 grad: twice the gain the step promises. Below
@@ -334,7 +338,7 @@ def posterior_mode(
             converged = float(grad @ delta.ravel()) <= 1e-12 * (1.0 + abs(f))
             return LaplaceMode(w, L, data, f, link.mean(F), n_iter, converged)
         w, f, data, F = w + step * delta, f_new, data_new, F_new
-    L = _linalg.cholesky(_precision(Phi, link.irls(F)[0], prior_diag))
+    L = hessian_factor(Phi, link.irls(F)[0], prior_diag)
     return LaplaceMode(w, L, data, f, link.mean(F), n_iter, converged)
 
 

@@ -7,10 +7,9 @@ import dataclasses
 
 import numpy as np
 
-from bayes_rvm import _linalg
 from bayes_rvm.basis import BLOCK_BYTES
 from bayes_rvm.evidence import Prior, noise_variance
-from bayes_rvm.laplace import Bernoulli, log_evidence_laplace, posterior_mode
+from bayes_rvm.laplace import Bernoulli, hessian_factor, log_evidence_laplace, posterior_mode
 from bayes_rvm.solvers._ascent import Ascent, Outcome
 from bayes_rvm.solvers._large_schedule import LargeSchedule
 from bayes_rvm.solvers._workspace import Workspace
@@ -203,10 +202,8 @@ class ModeLoop:
         mode = posterior_mode(Phi_a, self.link, alpha, ws.mu if ws.mu.size == M else None)
         F = Phi_a @ mode.mu
         weights = self.weigh(run, F, exact)
-        # Tipping (2001) eq. 25 / Bishop (2006) eq. 7.114: the Hessian at the mode
-        hessian = Phi_a.T @ (weights[:, None] * Phi_a)
-        hessian[np.diag_indices_from(hessian)] += alpha
-        chol = _linalg.cholesky(hessian)
+        # Bishop (2006) eq. 7.114 with the Hessian at the mode (Tipping 2001, eq. 25)
+        chol = hessian_factor(Phi_a, weights[:, None, None], alpha)
         log_ev = log_evidence_laplace(dataclasses.replace(mode, precision_chol=chol), alpha)
         claimed = run.log_ev - self.anchor
         if claimed > 0:

@@ -48,7 +48,7 @@ class Workspace:
     ):
         self.schedule = LargeSchedule() if schedule is None else schedule
         #: ``N`` of the evidence: ``t.size``, or the number of rows a reduced design
-        #: ``[R; 0]`` with target ``[z; r]`` stands for (its fits hold the noise fixed)
+        #: ``[R; 0]`` with target ``[z; r]`` stands for
         self.n_rows = t.size if n_rows is None else n_rows
         flush = self.schedule.flush
         n_basis = phi_t.size
