@@ -174,8 +174,14 @@ class Basis(ABC):
         return self.transpose_dot(V), _weighted_sq_norms(self.toarray(), weights)
 
     def toarray(self) -> np.ndarray:
-        """The whole matrix (``n_rows x n_columns`` floats: beware of large ``n_rows``)."""
-        return self.columns(np.arange(self.n_columns))
+        """The whole matrix (``n_rows x n_columns`` floats: beware of large ``n_rows``),
+        filled in blocks of at most :data:`BLOCK_BYTES` columns (no second full copy)."""
+        out = np.empty(self.shape)
+        step = max(1, BLOCK_BYTES // (8 * max(1, self.n_rows)))
+        for start in range(0, self.n_columns, step):
+            stop = min(start + step, self.n_columns)
+            out[:, start:stop] = self.columns(np.arange(start, stop))
+        return out
 
     def reduce(self, t: np.ndarray, row_scale: np.ndarray | None = None) -> np.ndarray:
         """The triangular factor of the design matrix beside the target.
@@ -686,16 +692,6 @@ class ScaledBasis(Basis):
     def transpose_dot(self, V: np.ndarray) -> np.ndarray:
         products = self.basis.transpose_dot(V)
         return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
-
-    def toarray(self) -> np.ndarray:
-        """The whole matrix, filled in blocks of at most :data:`BLOCK_BYTES` columns (a
-        kernel basis evaluates each block once; no second full copy)."""
-        out = np.empty(self.shape)
-        step = max(1, BLOCK_BYTES // (8 * max(1, self.n_rows)))
-        for start in range(0, self.n_columns, step):
-            stop = min(start + step, self.n_columns)
-            out[:, start:stop] = self.columns(np.arange(start, stop))
-        return out
 
     def sq_norms(self) -> np.ndarray:
         if self._sq_norms is not None:

@@ -98,3 +98,18 @@ def test_scaled_basis_with_known_norms_needs_no_norm_pass(rng):
     np.testing.assert_array_equal(known_products, products)
     np.testing.assert_array_equal(known_norms, norms)
     np.testing.assert_array_equal(known.sq_norms(), norms)
+
+
+def test_wrapped_basis_fills_its_matrix_in_column_blocks(basis, rng, monkeypatch):
+    """Basis.toarray of a wrapped basis (column scales, row weights) in blocks of a few
+    columns equals the dense matrix: every block lands in its own columns."""
+    from bayes_rvm import basis as basis_module
+    from bayes_rvm.basis import RowWeightedBasis
+
+    B, dense = basis
+    monkeypatch.setattr(basis_module, "BLOCK_BYTES", 8 * 23 * 3)  # blocks of 3 columns
+    scales = rng.uniform(0.5, 2.0, dense.shape[1])
+    weights = rng.uniform(0.0, 2.0, 23)
+    np.testing.assert_allclose(ScaledBasis(B, scales).toarray(), dense / scales, rtol=1e-14)
+    weighted = RowWeightedBasis(B, weights).toarray()
+    np.testing.assert_allclose(weighted, np.sqrt(weights)[:, None] * dense, rtol=1e-14)
