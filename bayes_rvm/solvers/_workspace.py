@@ -14,6 +14,7 @@ from bayes_rvm.evidence import (
 )
 from bayes_rvm.posterior import GaussianFit
 from bayes_rvm.solvers._large_schedule import LargeSchedule
+from bayes_rvm.solvers._newton import joint_newton
 
 __all__ = ["Workspace"]
 
@@ -222,87 +223,25 @@ class Workspace:
         self.refactor()
         return j, column, cross
 
-    def _alpha_objective(self, alpha: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        """The part of the log evidence that depends on the active ``alpha`` (noise and
-        active set fixed), with the factor of ``H`` and ``mu`` there.
-
-        From Tipping (2001) eq. 36 with ``log|C| = -log|Sigma| - N log beta - log|A|``
-        (eq. 38) and ``t^T C^-1 t = beta t^T t - b^T mu``, ``b = beta Phi_a^T t``:
-        ``0.5 [sum log alpha - log|H| + b^T mu]`` plus terms free of ``alpha``.
-        """
-        L = _linalg.cholesky(self._precision(alpha))
-        b = self.beta * self.phi_t[self.index[: self.M]]
-        mu = _linalg.cho_solve(L, b)  # Tipping (2001) eq. 13
-        # Tipping (2001) eq. 36 with eq. 38, alpha-dependent part
-        value = 0.5 * (float(np.sum(np.log(alpha))) - _linalg.logdet(L) + float(b @ mu))
-        return value, L, mu
-
-    def _precision(self, alpha: np.ndarray) -> np.ndarray:
-        """``Sigma^-1 = A + beta Phi_a^T Phi_a`` at the active ``alpha``."""
+    def _gram(self) -> np.ndarray:
+        """``beta Phi_a^T Phi_a`` of the active columns (Tipping 2001, eq. 12 less ``A``)."""
         M = self.M
-        # Tipping (2001) eq. 12
-        H = self.beta * self.C[self.index[:M], :M]
-        H = 0.5 * (H + H.T)
-        H[np.diag_indices_from(H)] += alpha
-        return H
+        G = self.beta * self.C[self.index[:M], :M]
+        return 0.5 * (G + G.T)
 
     def newton(self, free: np.ndarray, tol: float) -> float:
         """Maximise the log evidence over the ``alpha`` at positions ``free`` jointly
-        (active set and noise fixed): damped Newton steps in ``log alpha``. Returns the
-        gain (nats); ``Sigma, mu, L`` are current and ``S, Q`` refreshed afterwards.
-
-        The gradient is ``0.5 (1 - alpha_i Sigma_ii - alpha_i mu_i^2)`` (Tipping 2001,
-        eq. 16 and 17 in ``log alpha``); the Hessian ``0.5 [a_i a_j (Sigma_ij^2 + 2 mu_i
-        mu_j Sigma_ij) - delta_ij a_i (Sigma_ii + mu_i^2)]`` follows from ``d Sigma /
-        d alpha_j = -Sigma e_j e_j^T Sigma``. A step is kept only if the evidence rises;
-        the damping ``lam`` grows until it does.
-        """
-        alpha = self.alpha[: self.M].copy()
-        value, L, mu = self._alpha_objective(alpha)
-        Sigma = _linalg.cho_solve(L, np.eye(self.M))
-        start, lam = value, 0.0
+        (active set and noise fixed) by :func:`~._newton.joint_newton`. Returns the gain
+        (nats); ``Sigma, mu, L`` are current and ``S, Q`` refreshed afterwards."""
         schedule = self.schedule
-        for _ in range(schedule.newton_steps):
-            # a column whose own optimum has become alpha = inf (q^2 <= s) leaves the
-            # joint step: the greedy steps delete it (pushing its alpha up would only
-            # make H ill-conditioned)
-            s, q = posterior_sparsity_quality(np.diag(Sigma), mu, alpha)
-            free = free[(q[free] ** 2 > s[free]) & (s[free] > 0)]
-            if not free.size:
-                break
-            a, d, m = alpha[free], np.diag(Sigma)[free], mu[free]
-            # Tipping (2001) eq. 16-17: d L / d log alpha_i = (gamma_i - alpha_i mu_i^2) / 2
-            grad = 0.5 * (1.0 - a * d - a * m**2)
-            block = Sigma[np.ix_(free, free)]
-            curvature = 0.5 * np.outer(a, a) * (block**2 + 2.0 * np.outer(m, m) * block)
-            curvature[np.diag_indices_from(curvature)] -= 0.5 * a * (d + m**2)
-            accepted = False
-            while not accepted and lam <= schedule.newton_damping_max:
-                system = lam * np.eye(free.size) - curvature
-                try:
-                    factor = _linalg.cholesky(system, what="Newton system")
-                except _linalg.NotPositiveDefiniteError:
-                    lam = max(4.0 * lam, 1e-6)
-                    continue
-                limit = schedule.newton_max
-                step = np.clip(_linalg.cho_solve(factor, grad), -limit, limit)
-                trial = alpha.copy()
-                trial[free] *= np.exp(step)
-                new_value, new_L, new_mu = self._alpha_objective(trial)
-                accepted = new_value > value
-                if not accepted:
-                    lam = max(4.0 * lam, 1e-6)
-            if not accepted:  # no step raises the evidence: at the optimum to rounding
-                break
-            gain = new_value - value
-            alpha, value, L, mu = trial, new_value, new_L, new_mu
-            Sigma = _linalg.cho_solve(L, np.eye(self.M))
-            lam *= 0.25
-            if gain <= tol:
-                break
+        b = self.beta * self.phi_t[self.index[: self.M]]
+        alpha, gain = joint_newton(
+            self._gram(), b, self.alpha[: self.M], free, tol, steps=schedule.newton_steps,
+            max_step=schedule.newton_max, damping_max=schedule.newton_damping_max,
+        )  # fmt: skip
         self.alpha[: self.M] = alpha
         self.refresh(self.beta)
-        return value - start
+        return gain
 
     def factor(self) -> None:
         """Refactor if ``Sigma`` moved since the last factor."""
@@ -312,7 +251,9 @@ class Workspace:
     def refactor(self) -> None:
         """``L``, ``Sigma`` and ``mu`` from scratch (Tipping 2001, eq. 12-13)."""
         M = self.M
-        self.L = _linalg.cholesky(self._precision(self.alpha[:M]))
+        H = self._gram()
+        H[np.diag_indices_from(H)] += self.alpha[:M]  # Tipping (2001) eq. 12
+        self.L = _linalg.cholesky(H)
         self.Sigma = _linalg.cho_solve(self.L, np.eye(M))
         self.since_factor = 0
         # Tipping (2001) eq. 13, by solves (more accurate than the product with Sigma)
