@@ -579,3 +579,31 @@ def test_compiled_equations_match_shared():
         g, a = _steps.gains(current[k], s[k], q[k])
         assert g == pytest.approx(gain[k], rel=1e-10, abs=1e-12)
         assert a == pytest.approx(alpha_new[k], rel=1e-12)
+
+
+@pytest.mark.parametrize("m", [100, 150, 200])
+def test_compiled_refactor_on_large_active_sets(m):
+    """The factorisation of H = A + beta Phi^T Phi on either side of the blocked one
+    (LAPACK's Cholesky, the blocked triangular inverse and product, from 128 active
+    columns, blocks of 64): Sigma, mu and log|H| against numpy's inverse and solve, and a
+    precision that is not positive definite reported as nan."""
+    from bayes_rvm.solvers import _steps
+    from bayes_rvm.solvers._slots import F_BETA, I_M
+
+    rng = np.random.default_rng(m)
+    Phi, t = rng.normal(size=(3 * m, m)), rng.normal(size=3 * m)
+    alpha, beta = rng.uniform(0.1, 10.0, m), 2.0
+    H = beta * Phi.T @ Phi + np.diag(alpha)
+    istate, fstate = np.zeros(10, dtype=np.int64), np.zeros(4)
+    istate[I_M], fstate[F_BETA] = m, beta
+    cap = m + 3  # the state arrays have spare room
+    Sigma, L, mu = np.zeros((cap, cap)), np.zeros((cap, cap)), np.zeros(cap)
+    args = (np.arange(m), alpha, Phi.T @ Phi, Phi.T @ t, Sigma, mu, L, istate, fstate)
+    logdet = _steps.refactor(*args)
+    np.testing.assert_allclose(Sigma[:m, :m], np.linalg.inv(H), rtol=1e-10, atol=1e-14)
+    assert not Sigma[m:].any() and not Sigma[:, m:].any()
+    np.testing.assert_allclose(mu[:m], beta * np.linalg.solve(H, Phi.T @ t), rtol=1e-10)
+    assert logdet == pytest.approx(np.linalg.slogdet(H)[1], rel=1e-12)
+    np.testing.assert_allclose(np.tril(L[:m, :m]), np.linalg.cholesky(H), rtol=1e-10, atol=1e-13)
+    alpha[m // 2] = -1e9  # H indefinite
+    assert np.isnan(_steps.refactor(*args))
