@@ -543,7 +543,7 @@ def test_compiled_state_matches_scratch():
         np.testing.assert_allclose(ascent.Q, Q, rtol=1e-8, atol=1e-8)
         if ascent.istate[I_LSYNC]:
             synced += 1
-            L = np.tril(ascent.L[:M, :M])
+            L = np.triu(ascent.L[:M, :M]).T  # held as U = L^T
             np.testing.assert_allclose(L, np.linalg.cholesky(H), rtol=1e-10, atol=1e-12)
         if status == Status.CONVERGED:
             break
@@ -604,6 +604,7 @@ def test_compiled_refactor_on_large_active_sets(m):
     assert not Sigma[m:].any() and not Sigma[:, m:].any()
     np.testing.assert_allclose(mu[:m], beta * np.linalg.solve(H, Phi.T @ t), rtol=1e-10)
     assert logdet == pytest.approx(np.linalg.slogdet(H)[1], rel=1e-12)
-    np.testing.assert_allclose(np.tril(L[:m, :m]), np.linalg.cholesky(H), rtol=1e-10, atol=1e-13)
+    # the factor is held as U = L^T
+    np.testing.assert_allclose(np.triu(L[:m, :m]).T, np.linalg.cholesky(H), rtol=1e-10, atol=1e-13)
     alpha[m // 2] = -1e9  # H indefinite
     assert np.isnan(_steps.refactor(*args))

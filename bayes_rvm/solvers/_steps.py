@@ -15,7 +15,8 @@ holds ``Phi_a^T Phi~`` (``M x n_basis`` rows used) and ``Phi`` the active column
 lower Cholesky factor ``L`` of ``H = A + beta Phi_a^T Phi_a`` from the last factorisation
 is kept current through adds (a new row) and re-estimates (a rank-one update) until a
 delete reorders the positions; an add whose ``S_j`` is confirmed on ``L`` then costs
-``O(M^2)`` rather than a new factorisation.
+``O(M^2)`` rather than a new factorisation. It is held transposed, ``U = L^T``, so that
+the rank-one updates and the solves run along contiguous rows.
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
         logdet += 2.0 * math.log(L[a, a])
         largest = max(largest, L[a, a])
         smallest = min(smallest, L[a, a])
-    L_keep[:M, :M] = L
+    L_keep[:M, :M] = L.T  # held as U = L^T: the updates below read rows of U
     # eps cond(H), cond(H) estimated by (max diag L / min diag L)^2 (a lower bound)
     fstate[F_RESOLUTION] = 2.2e-16 * (largest / smallest) ** 2 if M else 0.0
     # Sigma = L^-T L^-1 by an inverse of L (triangular solves against the identity)
@@ -495,67 +496,80 @@ def _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit):
 
 
 @_jit
-def _exact_inactive(j, C, L, mu, M, beta, phi_t, unit):
+def _forward(U, M, b, out):
+    """``out[:M] = L^-1 b[:M]`` for ``L = U^T`` (``U`` upper triangular), a column of
+    ``L`` (a row of ``U``) at a time; each ``out[a]`` takes the same operations in the
+    same order as the inner-product form ``(b_a - sum_{k<a} L_ak out_k) / L_aa``."""
+    acc = b[:M].copy()
+    for k in range(M):
+        out[k] = acc[k] / U[k, k]
+        for a in range(k + 1, M):
+            acc[a] -= U[k, a] * out[k]
+
+
+@_jit
+def _exact_inactive(j, C, U, mu, M, beta, phi_t, unit):
     """``S_j = beta phi_j^T phi_j - ||l||^2`` with ``l = L^-1 beta c`` and ``Q_j = beta
     (phi_j^T t - c^T mu)``, ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25), from
-    the current factor ``L``: the sum of squares loses fewer digits than ``c^T Sigma c``."""
+    the current factor ``L = U^T``: the sum of squares loses fewer digits than ``c^T
+    Sigma c``."""
+    c = np.empty(M)
+    for a in range(M):
+        c[a] = beta * C[a, j]
     l = np.empty(M)
+    _forward(U, M, c, l)
     quad = 0.0
     cm = 0.0
     for a in range(M):
-        acc = beta * C[a, j]
-        for b in range(a):
-            acc -= L[a, b] * l[b]
-        l[a] = acc / L[a, a]
         quad += l[a] * l[a]
         cm += C[a, j] * mu[a]
     return beta * unit[j] - quad, beta * (phi_t[j] - cm)
 
 
 @_jit
-def _update_factor(L, M, p, delta):
-    """``L`` becomes the factor of ``L L^T + delta e_p e_p^T`` (the precision ``H`` after
-    ``alpha_p`` changes by ``delta``): a rank-one update (``delta > 0``) or downdate, in
-    ``O((M - p)^2)``; False when the downdate loses positive definiteness."""
+def _update_factor(U, M, p, delta):
+    """``L = U^T`` becomes the factor of ``L L^T + delta e_p e_p^T`` (the precision ``H``
+    after ``alpha_p`` changes by ``delta``): a rank-one update (``delta > 0``) or
+    downdate, in ``O((M - p)^2)`` on rows of ``U``; False when the downdate loses positive
+    definiteness."""
     sign = 1.0 if delta > 0.0 else -1.0
     x = np.zeros(M)
     x[p] = math.sqrt(abs(delta))
     for k in range(p, M):
-        lkk = L[k, k]
+        lkk = U[k, k]
         r2 = lkk * lkk + sign * x[k] * x[k]
         if not r2 > 0.0:
             return False
         r = math.sqrt(r2)
         cos, sin = r / lkk, x[k] / lkk
-        L[k, k] = r
+        U[k, k] = r
         for i in range(k + 1, M):
-            L[i, k] = (L[i, k] + sign * sin * x[i]) / cos
-            x[i] = cos * x[i] - sin * L[i, k]
+            U[k, i] = (U[k, i] + sign * sin * x[i]) / cos
+            x[i] = cos * x[i] - sin * U[k, i]
     return True
 
 
 @_jit
-def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, L, unit, idx, alpha, position, S, Q, istate, fstate):
+def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, U, unit, idx, alpha, position, S, Q, istate, fstate):
     """Make column ``j`` (exact ``S_j, Q_j``) active with precision ``alpha_j``; ``C[M]``
     and ``Phi[M]`` hold its products and values (Tipping & Faul 2003, appendix). A factor
-    ``L`` of the current ``H`` gains its new row ``l = L^-1 beta c``, ``sqrt(alpha_j +
-    beta phi~_j^T phi~_j - l^T l)``."""
+    ``L = U^T`` of the current ``H`` gains its new row ``l = L^-1 beta c``, ``sqrt(alpha_j
+    + beta phi~_j^T phi~_j - l^T l)`` (a new column of ``U``)."""
     M = istate[I_M]
     beta = fstate[F_BETA]
     c = np.empty(M)
     for a in range(M):
         c[a] = C[a, j]
     if istate[I_LSYNC]:
+        l = np.empty(M)
+        _forward(U, M, beta * c, l)
         quad = 0.0
         for a in range(M):
-            acc = beta * c[a]
-            for b in range(a):
-                acc -= L[a, b] * L[M, b]
-            L[M, a] = acc / L[a, a]
-            quad += L[M, a] * L[M, a]
+            U[a, M] = l[a]
+            quad += l[a] * l[a]
         d2 = alpha_j + beta * unit[j] - quad
         if d2 > 0.0:
-            L[M, M] = math.sqrt(d2)
+            U[M, M] = math.sqrt(d2)
         else:
             istate[I_LSYNC] = 0
     w = np.empty(M)  # beta Sigma c
