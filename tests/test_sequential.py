@@ -514,10 +514,14 @@ def test_compiled_loss_of_definiteness_falls_back_to_the_large_path():
     _assert_certified(basis, t, fit)
 
 
-def test_compiled_state_matches_scratch():
+@pytest.mark.parametrize(
+    "schedule", [Schedule(), Schedule(defer=3, defer_min=1)], ids=["immediate", "deferred"]
+)
+def test_compiled_state_matches_scratch(schedule):
     """The compiled loop's rank-one updates of Sigma, mu, S and Q against the N x N
     computation after every number of steps up to 60 (fixed noise: only alpha moves), and
-    its Cholesky factor of H, kept through adds and re-estimates, against a new one."""
+    its Cholesky factor of H, kept through adds and re-estimates, against a new one; also
+    with the terms of up to 3 re-estimates pending (applied together, and on return)."""
     from bayes_rvm.solvers._steps import I_LSYNC, I_M
 
     Phi, t = _sparse_problem(3, n=50, m=30, noise=0.3)
@@ -527,7 +531,7 @@ def test_compiled_state_matches_scratch():
     for steps in range(1, 61, 7):
         ascent = Ascent(
             np.ascontiguousarray(Phi.T), t, beta, learn_noise=False, prior=Prior(),
-            tol=1e-12, max_iter=steps, schedule=Schedule(),
+            tol=1e-12, max_iter=steps, schedule=schedule,
         )  # fmt: skip
         status = ascent.run()
         M = int(ascent.istate[I_M])
@@ -608,3 +612,37 @@ def test_compiled_refactor_on_large_active_sets(m):
     np.testing.assert_allclose(np.triu(L[:m, :m]).T, np.linalg.cholesky(H), rtol=1e-10, atol=1e-13)
     alpha[m // 2] = -1e9  # H indefinite
     assert np.isnan(_steps.refactor(*args))
+
+
+def test_compiled_newton_steps_end_at_the_joint_optimum(monkeypatch):
+    """Joint Newton steps in the compiled loop (here from 8 active columns, after 4
+    re-estimates in a row) on a problem with one well separated optimum: they are taken,
+    and the fit ends where the loop without them ends, certified."""
+    from bayes_rvm.solvers import _compiled
+
+    rng = np.random.default_rng(5)
+    Phi = rng.normal(size=(300, 60))
+    w = np.zeros(60)
+    w[rng.choice(60, 30, replace=False)] = rng.normal(0.0, 2.0, 30)
+    t = Phi @ w + rng.normal(0.0, 0.3, 300)
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args[2].size)
+        return joint_newton(*args, **kwargs)
+
+    joint_newton = _compiled.joint_newton
+    monkeypatch.setattr(_compiled, "joint_newton", counted)
+    options = {"prior": Prior(), "noise_var": None, "max_iter": 100_000, "tol": 1e-6}
+    newton = sequential.fit(
+        DenseBasis(Phi), t, schedule=Schedule(newton_min=8, newton_after=4), **options
+    )
+    taken = len(calls)
+    assert taken and min(calls) >= 8
+    plain = sequential.fit(DenseBasis(Phi), t, schedule=Schedule(newton_min=10**9), **options)
+    assert len(calls) == taken  # the plain fit took no Newton steps
+    assert newton.converged and plain.converged
+    np.testing.assert_array_equal(newton.active, plain.active)
+    assert newton.log_evidence == pytest.approx(plain.log_evidence, abs=1e-6)
+    np.testing.assert_allclose(newton.alpha, plain.alpha, rtol=1e-3)
+    _assert_certified(DenseBasis(Phi), t, newton)

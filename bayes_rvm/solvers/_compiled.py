@@ -22,6 +22,7 @@ import numpy as np
 
 from bayes_rvm.solvers import _slots
 from bayes_rvm.solvers._base import Prior, initial_noise_var, noise_var_floor
+from bayes_rvm.solvers._newton import joint_newton
 
 __all__ = ["Ascent", "Schedule", "Status", "ascend_dense"]
 
@@ -42,6 +43,7 @@ class Status(enum.IntEnum):
     ABOVE = _slots.ABOVE  # the first noise update fell far below the start: restart lower
     FULL = _slots.FULL  # the arrays are full: grow them and call again
     NOT_PD = _slots.NOT_PD  # the posterior precision lost positive definiteness
+    NEWTON = _slots.NEWTON  # joint Newton steps on the active alpha are due
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +96,22 @@ class Schedule:
     resolution : float
         A step is taken only if its gain exceeds ``resolution eps cond(H) (1 + gain)``:
         below, the gains of an ill-conditioned active set are rounding.
+    newton_after : int
+        After this many re-estimates in a row on at least ``newton_min`` active columns,
+        the active ``alpha`` take joint Newton steps (:func:`~._newton.joint_newton`): one
+        re-estimate at a time, hundreds of coupled ``alpha`` converge slowly.
+    newton_min : int
+        Active columns from which the joint Newton steps are taken (each costs a few
+        ``O(M^3)`` factorisations; below, the re-estimates are cheaper).
+    newton_steps, newton_max, newton_damping_max
+        Newton steps per call, the largest change of one ``log alpha`` per step, and the
+        damping beyond which a step is abandoned (as in :class:`LargeSchedule`).
+    defer : int
+        Re-estimates whose rank-one terms of ``Sigma`` and of every column's ``S, Q`` may
+        be pending, applied together by matrix products: each re-estimate then costs
+        ``O(M defer)`` instead of ``O(M^2 + n_basis M)`` (0: none pending).
+    defer_min : int
+        Active columns from which re-estimates are deferred.
     """
 
     dense_bytes: int = 16 * 2**20
@@ -111,6 +129,13 @@ class Schedule:
     span: float = 1e-10
     resolution: float = 1.0
     cancellation: float = 1e-4
+    newton_after: int = 32
+    newton_min: int = 256
+    newton_steps: int = 30
+    newton_max: float = 4.0
+    newton_damping_max: float = 1e12
+    defer: int = 16
+    defer_min: int = 256
 
 
 class _Slot:
@@ -173,7 +198,7 @@ class Ascent:
         self.Q = np.zeros(n_basis)
         self.unresolved = np.zeros(n_basis, dtype=np.bool_)
         self.path = np.zeros(min(max_iter, 4096) + 2)
-        self.istate = np.zeros(9, dtype=np.int64)
+        self.istate = np.zeros(10, dtype=np.int64)
         self.fstate = np.zeros(4)
         self._start(beta)
 
@@ -192,8 +217,8 @@ class Ascent:
         self.path[0] = self.fstate[_slots.F_LOG_EV]
         self.istate[_slots.I_PATH] = 1
 
-    def _refresh(self) -> None:
-        _kernels().refresh(
+    def _refresh(self) -> bool:
+        return _kernels().refresh(
             self.idx, self.alpha, self.C, self.Phi, self.t, self.n_rows, self.phi_t, self.unit,
             self.Sigma, self.mu, self.L, self.S, self.Q, self.istate, self.fstate, self.has_hyper,
             self.prior.c, self.prior.d,
@@ -233,6 +258,7 @@ class Ascent:
                 self.tol, self.floor, sch.refactor_min, sch.span, sch.resolution,
                 sch.relative_inner, sch.sub_steps * self.n_rows, sch.restart_below,
                 sch.noise_growth, sch.noise_rtol, sch.polish, sch.cancellation,
+                sch.newton_after, sch.newton_min, sch.defer, sch.defer_min,
             ]
         )  # fmt: skip
         while True:
@@ -250,7 +276,35 @@ class Ascent:
             if code == Status.ABOVE:
                 self._start(1.0 / max(sch.start_noise / self.beta, self.floor))
                 continue
-            return code
+            if code == Status.NEWTON and self._newton():
+                continue
+            return Status.NOT_PD if code == Status.NEWTON else code
+
+    def _newton(self) -> bool:
+        """Joint Newton steps on the active ``alpha`` (noise and active set fixed), then
+        exact ``Sigma, mu, S, Q`` and log evidence, recorded as one step; False when the
+        new posterior precision is not positive definite."""
+        sch = self.schedule
+        M, beta = self.M, self.beta
+        idx = self.idx[:M]
+        G = beta * self.C[:M, idx]  # beta Phi_a^T Phi_a
+        G = 0.5 * (G + G.T)
+        inner = self.fstate[_slots.F_INNER]
+        tol = inner if inner > self.tol else self.tol * sch.polish
+        alpha, _ = joint_newton(
+            G, beta * self.phi_t[idx], self.alpha[:M], np.arange(M), tol,
+            steps=sch.newton_steps, max_step=sch.newton_max,
+            damping_max=sch.newton_damping_max,
+        )  # fmt: skip
+        self.alpha[:M] = alpha
+        if not self._refresh():
+            return False
+        self.istate[_slots.I_STEPS] += 1
+        self.istate[_slots.I_STALE] = int(self.learn_noise)
+        self.unresolved[:] = False
+        self.path[self.istate[_slots.I_PATH]] = self.log_evidence
+        self.istate[_slots.I_PATH] += 1
+        return True
 
     def model(self) -> tuple[np.ndarray, np.ndarray]:
         """Active columns and their (normalised) precisions."""

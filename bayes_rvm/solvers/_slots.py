@@ -13,6 +13,7 @@ MAX_ITER = 1
 ABOVE = 2
 FULL = 3
 NOT_PD = 4
+NEWTON = 5  # a run of re-estimates on a large active set: joint Newton steps are due
 
 # Slots of the integer state ``istate``.
 I_M = 0  # active columns
@@ -24,6 +25,7 @@ I_PROBE = 5  # the first noise update may answer ABOVE
 I_PATH = 6  # entries of the path buffer written
 I_SUB_STEPS = 7  # steps taken before the current alpha sub-problem
 I_LSYNC = 8  # the factor L is that of the current H (kept through adds and re-estimates)
+I_RUN = 9  # re-estimates in a row
 # Slots of the float state ``fstate``.
 F_BETA = 0
 F_LOG_EV = 1

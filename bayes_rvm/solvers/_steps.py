@@ -40,11 +40,13 @@ from bayes_rvm.solvers._slots import (
     I_M,
     I_PATH,
     I_PROBE,
+    I_RUN,
     I_SINCE,
     I_STALE,
     I_STEPS,
     I_SUB_STEPS,
     MAX_ITER,
+    NEWTON,
     NOT_PD,
 )
 
@@ -53,6 +55,7 @@ __all__ = [
     "CONVERGED",
     "FULL",
     "MAX_ITER",
+    "NEWTON",
     "ascend",
     "gains",
     "log_evidence",
@@ -320,21 +323,80 @@ def ascend(
     |noise gain|)``. The fit is converged only when a noise update gains at most ``tol``
     and moves ``log beta`` by at most ``noise_rtol`` and, after it, no single add or
     delete gains more than ``tol`` and no re-estimate more than ``polish tol`` on exact
-    ``S, Q``: a failed certificate restarts the ascent. ``settings`` holds ``tol, floor,
-    refactor_min, span, resolution, relative_inner, sub_steps, restart_below,
-    noise_growth, noise_rtol, polish, cancellation`` (:class:`~._compiled.Schedule`).
+    ``S, Q``: a failed certificate restarts the ascent.
+
+    On at least ``defer_min`` active columns the rank-one terms of up to ``defer``
+    re-estimates are kept pending (:func:`_flush`); after ``newton_after`` re-estimates in
+    a row on at least ``newton_min`` active columns the loop returns :data:`NEWTON` (the
+    caller takes joint Newton steps on the active ``alpha`` and calls again). ``settings``
+    holds ``tol, floor, refactor_min, span, resolution, relative_inner, sub_steps,
+    restart_below, noise_growth, noise_rtol, polish, cancellation, newton_after,
+    newton_min, defer, defer_min`` (:class:`~._compiled.Schedule`). The state is complete
+    (nothing pending) when it returns.
     """
+    cap = alpha.size
+    defer = int(settings[14])
+    pending = np.zeros((max(defer, 1), cap))  # the Sigma columns of the pending steps
+    terms = np.zeros((2, max(defer, 1)))  # their kappa and kappa mu_p
+    diag = np.zeros(cap)  # diag(Sigma) with the pending terms applied
+    count = np.zeros(1, dtype=np.int64)
+    code = _ascend(
+        B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
+        istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
+        pending, terms, diag, count,
+    )  # fmt: skip
+    _flush(pending, terms, count, C, Sigma, S, Q, istate[I_M], fstate[F_BETA])
+    return code
+
+
+@_jit
+def _flush(pending, terms, count, C, Sigma, S, Q, M, beta):
+    """Apply the pending rank-one terms of ``count[0]`` re-estimates (Tipping & Faul 2003,
+    appendix): ``Sigma -= sum_i kappa_i v_i v_i^T`` and, with ``e_i = beta C^T v_i``,
+    ``S += kappa_i e_i^2``, ``Q += kappa_i mu_p e_i``, as matrix products (one pass over
+    ``C`` for all of them, instead of one per step)."""
+    P = count[0]
+    if P == 0:
+        return
+    V = np.ascontiguousarray(pending[:P, :M])
+    E = np.dot(V, C[:M])
+    for i in range(P):
+        ks, kq = terms[0, i], terms[1, i]
+        for m in range(S.size):
+            em = beta * E[i, m]
+            S[m] += ks * em * em
+            Q[m] += kq * em
+    W = np.empty((P, M))
+    for i in range(P):
+        for a in range(M):
+            W[i, a] = terms[0, i] * V[i, a]
+    Sigma[:M, :M] -= np.dot(np.ascontiguousarray(V.T), W)
+    count[0] = 0
+
+
+@_jit
+def _ascend(
+    B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
+    istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
+    pending, terms, diag, count,
+):  # fmt: skip
+    """The loop of :func:`ascend`; may return with re-estimates pending."""
     tol, floor, refactor_min, span, resolution = settings[:5]
     relative_inner, sub_steps, restart_below, noise_growth, noise_rtol, polish = settings[5:11]
-    cancellation = settings[11]
+    cancellation, newton_after, newton_min, defer, defer_min = settings[11:16]
     n_basis = S.size
     cap = alpha.size
     while True:
         if istate[I_PATH] + 1 >= path.size:
             return FULL
         M = istate[I_M]
+        if istate[I_RUN] >= newton_after and newton_min <= M:
+            istate[I_RUN] = 0
+            return NEWTON
         beta = fstate[F_BETA]
         stale_factor = istate[I_SINCE] >= max(refactor_min, M)
+        if stale_factor:
+            _flush(pending, terms, count, C, Sigma, S, Q, M, beta)
         if stale_factor and math.isnan(
             refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
         ):
@@ -354,7 +416,7 @@ def ascend(
                 continue
             p = position[m]
             if p >= 0:
-                sigma = Sigma[p, p]
+                sigma = diag[p] if count[0] else Sigma[p, p]
                 s = 1.0 / sigma - alpha[p]
                 q = mu[p] / sigma
                 if not s > 0.0:
@@ -367,7 +429,11 @@ def ascend(
             threshold = inner_re if p >= 0 and math.isfinite(a_new) else inner
             if g > threshold and g > best:
                 best, best_j, best_alpha = g, m, a_new
-        if best_j < 0:
+        if best_j < 0 or ((position[best_j] < 0 or math.isinf(best_alpha)) and count[0]):
+            # an add, a delete or the noise update: on the complete state
+            _flush(pending, terms, count, C, Sigma, S, Q, M, beta)
+            if best_j >= 0:
+                continue
             if istate[I_FRESH] == 0:  # confirm on exact S, Q
                 if not refresh(idx, alpha, C, Phi, t, n_rows, phi_t, unit, Sigma, mu, L_keep, S, Q,
                                istate, fstate, has_hyper, c, d):  # fmt: skip
@@ -403,6 +469,7 @@ def ascend(
                 gain = 0.0
             _record(path, istate, fstate)
             unresolved[:] = False
+            istate[I_RUN] = 0
             istate[I_STALE] = 0
             fstate[F_INNER] = max(tol, relative_inner * abs(gain))
             istate[I_SUB_STEPS] = istate[I_STEPS]
@@ -444,11 +511,20 @@ def ascend(
             fstate[F_LOG_EV] -= best
             return FULL
         _record(path, istate, fstate)
+        istate[I_RUN] = istate[I_RUN] + 1 if p >= 0 and math.isfinite(best_alpha) else 0
         if p < 0:
             C[M] = np.dot(B, B[j])  # Phi~^T phi~_j
             Phi[M] = B[j]
             _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, L_keep, unit, idx, alpha, position, S, Q,
                  istate, fstate)  # fmt: skip
+        elif math.isfinite(best_alpha) and defer > 0 and defer_min <= M:
+            _reestimate_pending(p, best_alpha, Sigma, mu, alpha, pending, terms, diag, count, M)
+            istate[I_SINCE] += 1
+            if istate[I_LSYNC] and not _update_factor(L_keep, M, p, best_alpha - alpha[p]):
+                istate[I_LSYNC] = 0
+            alpha[p] = best_alpha
+            if count[0] == defer:
+                _flush(pending, terms, count, C, Sigma, S, Q, M, beta)
         else:
             sigma_p = Sigma[:M, p].copy()
             mu_p = mu[p]
@@ -471,6 +547,32 @@ def ascend(
                 if p != M - 1:  # the last position moves into the hole: L is not triangular
                     istate[I_LSYNC] = 0
                 _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate)
+
+
+@_jit
+def _reestimate_pending(p, alpha_new, Sigma, mu, alpha, pending, terms, diag, count, M):
+    """Re-estimate ``alpha_p`` with its rank-one term kept pending: the current column
+    ``v = Sigma_:,p`` from ``Sigma`` and the pending terms (``O(M P)``), then ``mu`` and
+    ``diag(Sigma)`` now (``O(M)``), ``Sigma, S, Q`` at the next :func:`_flush`."""
+    P = count[0]
+    if P == 0:
+        for a in range(M):
+            diag[a] = Sigma[a, a]
+    v = Sigma[p, :M].copy()
+    for i in range(P):
+        f = terms[0, i] * pending[i, p]
+        for a in range(M):
+            v[a] -= f * pending[i, a]
+    # Tipping & Faul (2003), appendix: kappa = 1 / (Sigma_pp + 1 / (alpha~ - alpha))
+    k = 1.0 / (v[p] + 1.0 / (alpha_new - alpha[p]))
+    mu_p = mu[p]
+    for a in range(M):
+        diag[a] -= k * v[a] * v[a]
+        mu[a] -= k * mu_p * v[a]
+    pending[P, :M] = v
+    terms[0, P] = k
+    terms[1, P] = k * mu_p
+    count[0] = P + 1
 
 
 @_jit
