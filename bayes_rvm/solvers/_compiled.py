@@ -129,7 +129,7 @@ class Schedule:
     span: float = 1e-10
     resolution: float = 1.0
     cancellation: float = 1e-4
-    newton_after: int = 32
+    newton_after: int = 512
     newton_min: int = 256
     newton_steps: int = 30
     newton_max: float = 4.0
