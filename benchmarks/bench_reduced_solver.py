@@ -1,0 +1,90 @@
+"""The compiled sequential loop on a reduced design, with schedule variants side by side.
+
+A Gaussian fit with many more rows than candidate centres runs the compiled loop on the
+triangular factor of ``[Phi | t]`` (``Basis.reduce``); with thousands of centres the
+loop keeps hundreds to thousands of them, and its own work is the cost of the fit. This
+script reduces Friedman #1 (``make_friedman1``, d = 10, unit noise, RBF ``gamma =
+1 / (d var(X))``, k-means++ centres) once per seed and runs the loop's two ascents
+(``_compiled.ascend_dense``, as ``sequential.fit`` does) under each schedule variant in
+turn, so that the variants of one seed are measured in the same process, one after the
+other. It prints, per seed and variant, the time of the ascents, their steps, the kept
+functions and the log evidence (Tipping 2001, eq. 36).
+
+Usage (from the repository root; a variant is ``default`` or comma-separated
+``field=value`` overrides of ``Schedule``)::
+
+    PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python \\
+        benchmarks/bench_reduced_solver.py --n 20000 --centres 2000 --seeds 1 2 \\
+        --variants default newton_min=1000000 newton_min=1000000,defer=0
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import time
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+from bayes_rvm.basis import KernelBasis, choose_centres  # noqa: E402
+from bayes_rvm.datasets import make_friedman1  # noqa: E402
+from bayes_rvm.evidence import Prior  # noqa: E402
+from bayes_rvm.kernels import RBF  # noqa: E402
+from bayes_rvm.solvers._compiled import Schedule, ascend_dense  # noqa: E402
+
+
+def schedule_of(variant: str) -> Schedule:
+    """``default``, or ``field=value,...`` overrides of the default :class:`Schedule`."""
+    schedule = Schedule()
+    if variant == "default":
+        return schedule
+    for item in variant.split(","):
+        field, _, value = item.partition("=")
+        kind = type(getattr(schedule, field))
+        schedule = dataclasses.replace(schedule, **{field: kind(float(value))})
+    return schedule
+
+
+def reduced_design(n: int, centres: int, seed: int):
+    """``B = Phi~^T`` of the reduced design (normalised columns), its target and ``t``."""
+    data = make_friedman1(n, random_state=seed)
+    X = data.X
+    chosen = choose_centres(X, centres, seed)
+    basis = KernelBasis(X, RBF(1.0 / (X.shape[1] * X.var())), centres=chosen)
+    factor = basis.reduce(data.y)
+    Phi = factor[:, :-1]
+    scales = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
+    return np.ascontiguousarray((Phi / scales).T), factor[:, -1], data.y
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--centres", type=int, default=2000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--variants", nargs="+", default=["default"])
+    args = parser.parse_args(argv)
+    print(f"N {args.n}  centres {args.centres}  load {os.getloadavg()[0]:.2f}")
+    for seed in args.seeds:
+        B, t, y = reduced_design(args.n, args.centres, seed)
+        for variant in args.variants:
+            start = time.perf_counter()
+            ascent, status = ascend_dense(
+                B, t, prior=Prior(), max_iter=10**7, tol=1e-6, schedule=schedule_of(variant),
+                full_t=y,
+            )  # fmt: skip
+            seconds = time.perf_counter() - start
+            print(
+                f"seed {seed}  {variant:<32} {status.name.lower():<9} {seconds:7.1f} s  "
+                f"steps {ascent.steps:6d}  kept {ascent.M:5d}  "
+                f"log evidence {ascent.log_evidence:.3f}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
