@@ -20,7 +20,7 @@ import enum
 
 import numpy as np
 
-from bayes_rvm.solvers import _slots
+from bayes_rvm.solvers import _newton, _slots
 from bayes_rvm.solvers._base import Prior, initial_noise_var, noise_var_floor
 from bayes_rvm.solvers._newton import joint_newton
 
@@ -131,9 +131,9 @@ class Schedule:
     cancellation: float = 1e-4
     newton_after: int = 512
     newton_min: int = 256
-    newton_steps: int = 30
-    newton_max: float = 4.0
-    newton_damping_max: float = 1e12
+    newton_steps: int = _newton.STEPS
+    newton_max: float = _newton.MAX_STEP
+    newton_damping_max: float = _newton.DAMPING_MAX
     defer: int = 16
     defer_min: int = 256
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bayes_rvm.solvers import _newton
+
 __all__ = ["LargeSchedule"]
 
 
@@ -85,9 +87,9 @@ class LargeSchedule:
     flush: int = 8
     refactor: int = 32
     polish_after: int = 32
-    newton_steps: int = 30
-    newton_max: float = 4.0
-    newton_damping_max: float = 1e12
+    newton_steps: int = _newton.STEPS
+    newton_max: float = _newton.MAX_STEP
+    newton_damping_max: float = _newton.DAMPING_MAX
     compressed_prefetch: int = 16
     cache_bytes: int = 48 * 2**20
     compress_block: int = 128

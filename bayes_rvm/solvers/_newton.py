@@ -12,7 +12,13 @@ import numpy as np
 from bayes_rvm import _linalg
 from bayes_rvm.evidence import posterior_sparsity_quality
 
-__all__ = ["alpha_objective", "joint_newton"]
+__all__ = ["DAMPING_MAX", "MAX_STEP", "STEPS", "alpha_objective", "joint_newton"]
+
+# Defaults of both schedules (``Schedule``, ``LargeSchedule``): Newton steps per call, the
+# largest change of one ``log alpha`` per step, the damping beyond which a step is abandoned
+STEPS = 30
+MAX_STEP = 4.0
+DAMPING_MAX = 1e12
 
 
 def alpha_objective(
