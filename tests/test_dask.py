@@ -28,8 +28,9 @@ def data():
 
 @pytest.fixture(scope="module")
 def client():
+    # a free dashboard port (None means 8787, which any running cluster may hold)
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     with distributed.Client(cluster) as client:
         yield client
