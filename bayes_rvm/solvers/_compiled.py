@@ -20,9 +20,9 @@ import enum
 
 import numpy as np
 
-from bayes_rvm.solvers import _newton, _slots
+from bayes_rvm.solvers import _slots
 from bayes_rvm.solvers._base import Prior, initial_noise_var, noise_var_floor
-from bayes_rvm.solvers._newton import joint_newton
+from bayes_rvm.solvers._newton import NewtonSettings, joint_newton
 
 __all__ = ["Ascent", "Schedule", "Status", "ascend_dense"]
 
@@ -103,9 +103,8 @@ class Schedule:
     newton_min : int
         Active columns from which the joint Newton steps are taken (each costs a few
         ``O(M^3)`` factorisations; below, the re-estimates are cheaper).
-    newton_steps, newton_max, newton_damping_max
-        Newton steps per call, the largest change of one ``log alpha`` per step, and the
-        damping beyond which a step is abandoned (as in :class:`LargeSchedule`).
+    newton : NewtonSettings
+        Steps per call, largest step and damping of the joint Newton steps.
     defer : int
         Re-estimates whose rank-one terms of ``Sigma`` and of every column's ``S, Q`` may
         be pending, applied together by matrix products: each re-estimate then costs
@@ -131,9 +130,7 @@ class Schedule:
     cancellation: float = 1e-4
     newton_after: int = 512
     newton_min: int = 256
-    newton_steps: int = _newton.STEPS
-    newton_max: float = _newton.MAX_STEP
-    newton_damping_max: float = _newton.DAMPING_MAX
+    newton: NewtonSettings = dataclasses.field(default_factory=NewtonSettings)
     defer: int = 16
     defer_min: int = 256
 
@@ -292,10 +289,8 @@ class Ascent:
         inner = self.fstate[_slots.F_INNER]
         tol = inner if inner > self.tol else self.tol * sch.polish
         alpha, _ = joint_newton(
-            G, beta * self.phi_t[idx], self.alpha[:M], np.arange(M), tol,
-            steps=sch.newton_steps, max_step=sch.newton_max,
-            damping_max=sch.newton_damping_max,
-        )  # fmt: skip
+            G, beta * self.phi_t[idx], self.alpha[:M], np.arange(M), tol, sch.newton
+        )
         self.alpha[:M] = alpha
         if not self._refresh():
             return False

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from bayes_rvm.solvers import _newton
+from bayes_rvm.solvers._newton import NewtonSettings
 
 __all__ = ["LargeSchedule"]
 
@@ -30,13 +30,8 @@ class LargeSchedule:
         Re-estimates in a row after which the active ``alpha`` take joint Newton steps in
         place of the next re-estimate (classification: on the weighted problem between
         mode updates).
-    newton_steps : int
-        Newton steps per polish.
-    newton_max : float
-        The largest change of one ``log alpha`` per Newton step.
-    newton_damping_max : float
-        Damping beyond which a Newton step is abandoned (the steps are then far below
-        rounding of the evidence).
+    newton : NewtonSettings
+        Steps per polish, largest step and damping of the joint Newton steps.
     compressed_prefetch : int
         Columns whose products with the compressed basis one request computes together.
     cache_bytes : int
@@ -87,9 +82,7 @@ class LargeSchedule:
     flush: int = 8
     refactor: int = 32
     polish_after: int = 32
-    newton_steps: int = _newton.STEPS
-    newton_max: float = _newton.MAX_STEP
-    newton_damping_max: float = _newton.DAMPING_MAX
+    newton: NewtonSettings = field(default_factory=NewtonSettings)
     compressed_prefetch: int = 16
     cache_bytes: int = 48 * 2**20
     compress_block: int = 128

@@ -7,18 +7,35 @@ re-estimates, the compiled path (:class:`~._compiled.Ascent`) likewise on large 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from bayes_rvm import _linalg
 from bayes_rvm.evidence import posterior_sparsity_quality
 
-__all__ = ["DAMPING_MAX", "MAX_STEP", "STEPS", "alpha_objective", "joint_newton"]
+__all__ = ["NewtonSettings", "alpha_objective", "joint_newton"]
 
-# Defaults of both schedules (``Schedule``, ``LargeSchedule``): Newton steps per call, the
-# largest change of one ``log alpha`` per step, the damping beyond which a step is abandoned
-STEPS = 30
-MAX_STEP = 4.0
-DAMPING_MAX = 1e12
+
+@dataclass(frozen=True)
+class NewtonSettings:
+    """The joint Newton steps of both sequential paths (``Schedule.newton``,
+    ``LargeSchedule.newton``).
+
+    Attributes
+    ----------
+    steps : int
+        Newton steps per call.
+    max_step : float
+        The largest change of one ``log alpha`` per step.
+    damping_max : float
+        Damping beyond which a step is abandoned (the steps are then far below rounding of
+        the evidence).
+    """
+
+    steps: int = 30
+    max_step: float = 4.0
+    damping_max: float = 1e12
 
 
 def alpha_objective(
@@ -46,10 +63,7 @@ def joint_newton(
     alpha: np.ndarray,
     free: np.ndarray,
     tol: float,
-    *,
-    steps: int,
-    max_step: float,
-    damping_max: float,
+    settings: NewtonSettings,
 ) -> tuple[np.ndarray, float]:
     """Maximise :func:`alpha_objective` over the ``alpha`` at positions ``free`` jointly:
     damped Newton steps in ``log alpha``. Returns the new ``alpha`` and the gain (nats).
@@ -58,16 +72,16 @@ def joint_newton(
     and 17 in ``log alpha``); the Hessian ``0.5 [a_i a_j (Sigma_ij^2 + 2 mu_i mu_j
     Sigma_ij) - delta_ij a_i (Sigma_ii + mu_i^2)]`` follows from ``d Sigma / d alpha_j =
     -Sigma e_j e_j^T Sigma``. A step is kept only if the objective rises; the damping
-    ``lam`` grows until it does (up to ``damping_max``); so does a step at which ``H``
-    is not positive definite to rounding. At most ``steps`` steps, each
-    ``log alpha_i`` moving by at most ``max_step``; the steps stop once one gains at most
-    ``tol``.
+    ``lam`` grows until it does (up to ``settings.damping_max``); so does a step at which
+    ``H`` is not positive definite to rounding. At most ``settings.steps`` steps, each
+    ``log alpha_i`` moving by at most ``settings.max_step``; the steps stop once one gains
+    at most ``tol``.
     """
     alpha = alpha.copy()
     value, L, mu = alpha_objective(G, b, alpha)
     Sigma = _linalg.cho_solve(L, np.eye(alpha.size))
     start, lam = value, 0.0
-    for _ in range(steps):
+    for _ in range(settings.steps):
         # a column whose own optimum has become alpha = inf (q^2 <= s) leaves the joint
         # step: the greedy steps delete it (pushing its alpha up would only make H
         # ill-conditioned)
@@ -82,14 +96,15 @@ def joint_newton(
         curvature = 0.5 * np.outer(a, a) * (block**2 + 2.0 * np.outer(m, m) * block)
         curvature[np.diag_indices_from(curvature)] -= 0.5 * a * (d + m**2)
         accepted = False
-        while not accepted and lam <= damping_max:
+        while not accepted and lam <= settings.damping_max:
             system = lam * np.eye(free.size) - curvature
             try:
                 factor = _linalg.cholesky(system, what="Newton system")
             except _linalg.NotPositiveDefiniteError:
                 lam = max(4.0 * lam, 1e-6)
                 continue
-            step = np.clip(_linalg.cho_solve(factor, grad), -max_step, max_step)
+            limit = settings.max_step
+            step = np.clip(_linalg.cho_solve(factor, grad), -limit, limit)
             trial = alpha.copy()
             trial[free] *= np.exp(step)
             try:

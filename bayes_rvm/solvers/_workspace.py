@@ -233,12 +233,10 @@ class Workspace:
         """Maximise the log evidence over the ``alpha`` at positions ``free`` jointly
         (active set and noise fixed) by :func:`~._newton.joint_newton`. Returns the gain
         (nats); ``Sigma, mu, L`` are current and ``S, Q`` refreshed afterwards."""
-        schedule = self.schedule
         b = self.beta * self.phi_t[self.index[: self.M]]
         alpha, gain = joint_newton(
-            self._gram(), b, self.alpha[: self.M], free, tol, steps=schedule.newton_steps,
-            max_step=schedule.newton_max, damping_max=schedule.newton_damping_max,
-        )  # fmt: skip
+            self._gram(), b, self.alpha[: self.M], free, tol, self.schedule.newton
+        )
         self.alpha[: self.M] = alpha
         self.refresh(self.beta)
         return gain
