@@ -299,6 +299,12 @@ def _sq_update(C, v, M, beta, S, Q, kappa_s, kappa_q, new_col):
     e = np.dot(v[:M].copy(), C[:M])
     if new_col >= 0:
         e = C[new_col] - e
+    _add_sq_terms(e, beta, S, Q, kappa_s, kappa_q)
+
+
+@_jit
+def _add_sq_terms(e, beta, S, Q, kappa_s, kappa_q):
+    """``S_m += kappa_s (beta e_m)^2``, ``Q_m += kappa_q beta e_m``."""
     for m in range(S.size):
         em = beta * e[m]
         S[m] += kappa_s * em * em
@@ -361,11 +367,7 @@ def _flush(pending, terms, count, C, Sigma, S, Q, M, beta):
     V = np.ascontiguousarray(pending[:P, :M])
     E = np.dot(V, C[:M])
     for i in range(P):
-        ks, kq = terms[0, i], terms[1, i]
-        for m in range(S.size):
-            em = beta * E[i, m]
-            S[m] += ks * em * em
-            Q[m] += kq * em
+        _add_sq_terms(E[i], beta, S, Q, terms[0, i], terms[1, i])
     W = np.empty((P, M))
     for i in range(P):
         for a in range(M):
