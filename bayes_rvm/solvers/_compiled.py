@@ -111,6 +111,18 @@ class Schedule:
         ``O(M defer)`` instead of ``O(M^2 + n_basis M)`` (0: none pending).
     defer_min : int
         Active columns from which re-estimates are deferred.
+    working_set : int
+        A basis over ``dense_bytes`` that is not reduced (fewer than twice as many rows as
+        columns) and has more columns than this is fitted on a working set of columns
+        that starts with this many (:mod:`~bayes_rvm.solvers._working_set`).
+    working_add : int
+        Columns that join the working set per round, at most.
+    working_residual : float
+        Such a basis is fitted on the working set when it does not compress: when its
+        normalised columns keep a squared residual above this after their projection on
+        the first ``LargeSchedule.compress_block`` of them (evenly spaced). A basis that
+        compresses (a broad kernel) takes the large path, whose schedule reaches higher
+        optima there.
     """
 
     dense_bytes: int = 16 * 2**20
@@ -133,6 +145,9 @@ class Schedule:
     newton: NewtonSettings = dataclasses.field(default_factory=NewtonSettings)
     defer: int = 16
     defer_min: int = 256
+    working_set: int = 1000
+    working_add: int = 1000
+    working_residual: float = 1e-4
 
 
 class _Slot:
@@ -214,6 +229,35 @@ class Ascent:
         self.path[0] = self.fstate[_slots.F_LOG_EV]
         self.istate[_slots.I_PATH] = 1
 
+    @classmethod
+    def resume(
+        cls, B, t, idx, alpha, beta, *, prior, tol, max_iter, schedule, full_t=None
+    ) -> Ascent:
+        """An ascent (noise learned) that starts from the model of the columns ``idx`` of
+        ``B`` at precisions ``alpha`` and noise precision ``beta``, fitted before on fewer
+        columns: its noise update is due, and its ``alpha`` sub-problem is solved to
+        ``tol`` from the start. :meth:`run` answers ``NOT_PD`` at once when the posterior
+        precision of that model is not positive definite."""
+        ascent = cls(
+            B, t, beta, learn_noise=True, prior=prior, tol=tol, max_iter=max_iter,
+            schedule=schedule, full_t=full_t,
+        )  # fmt: skip
+        M = idx.size
+        while ascent.alpha.size < M:
+            ascent._grow()
+        ascent.idx[:M], ascent.alpha[:M] = idx, alpha
+        ascent.position[idx] = np.arange(M)
+        ascent.Phi[:M] = B[idx]
+        ascent.C[:M] = B[idx] @ B.T
+        ascent.istate[_slots.I_M] = M
+        ascent.istate[_slots.I_PROBE] = 0  # a fitted model, not a start from below
+        ascent.fstate[_slots.F_INNER] = tol
+        ascent._resumed = ascent._refresh()
+        ascent.path[0] = ascent.log_evidence
+        return ascent
+
+    _resumed = True
+
     def _refresh(self) -> bool:
         return _kernels().refresh(
             self.idx, self.alpha, self.C, self.Phi, self.t, self.n_rows, self.phi_t, self.unit,
@@ -258,6 +302,8 @@ class Ascent:
                 sch.newton_after, sch.newton_min, sch.defer, sch.defer_min,
             ]
         )  # fmt: skip
+        if not self._resumed:
+            return Status.NOT_PD
         while True:
             code = Status(
                 _kernels().ascend(
