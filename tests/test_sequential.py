@@ -646,3 +646,108 @@ def test_compiled_newton_steps_end_at_the_joint_optimum(monkeypatch):
     assert newton.log_evidence == pytest.approx(plain.log_evidence, abs=1e-6)
     np.testing.assert_allclose(newton.alpha, plain.alpha, rtol=1e-3)
     _assert_certified(DenseBasis(Phi), t, newton)
+
+
+def _working_set_schedule(size: int = 40, add: int = 25) -> Schedule:
+    """A schedule that fits every basis on a working set (no basis is held in memory)."""
+    return Schedule(dense_bytes=0, working_set=size, working_add=add, working_residual=0.0)
+
+
+@pytest.mark.parametrize("chunk", [None, 2], ids=["one chunk", "chunks of 2"])
+def test_working_set_factor_equals_the_products(chunk, monkeypatch):
+    """The reduced design of a working set grown in three batches has the products of its
+    columns (B B^T, B target, target^T target); a duplicate column and an exact
+    combination stay in it with coordinates in the frame of the others."""
+    from bayes_rvm.solvers import _working_set
+    from bayes_rvm.solvers._working_set import _ReducedColumns
+
+    if chunk is not None:  # columns evaluated two at a time
+        monkeypatch.setattr(_working_set, "_CHUNK_BYTES", 8 * 120 * chunk)
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-3, 3, (120, 1))
+    Phi = RBF(1.0)(x, x)
+    Phi = np.column_stack([Phi, Phi[:, 7], Phi[:, 3] - 2 * Phi[:, 9]])  # columns 120, 121
+    t = np.sin(x[:, 0]) + rng.normal(0, 0.1, 120)
+    scales = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
+    reduced = _ReducedColumns(DenseBasis(Phi), scales, t)
+    for batch in ([0, 3, 7, 9], [1, 120, 50, 2], [121, 60]):
+        reduced.extend(np.array(batch))
+    W = reduced.order
+    np.testing.assert_array_equal(np.sort(W), [0, 1, 2, 3, 7, 9, 50, 60, 120, 121])
+    np.testing.assert_array_equal(np.sort(reduced.frame), [0, 1, 2, 3, 7, 9, 50, 60])
+    B, target = reduced.design()
+    assert B.shape == (10, 9)
+    unit = Phi[:, W] / scales[W]
+    np.testing.assert_allclose(B @ B.T, unit.T @ unit, atol=1e-12)
+    np.testing.assert_allclose(B @ target, unit.T @ t, atol=1e-12)
+    assert target @ target == pytest.approx(t @ t, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_working_set_fit_is_certified_on_every_column(seed):
+    """Friedman #1 with every input a centre on a working set of 40 columns that grows 25
+    at a time: converged, its evidence the N x N one, and no single step on any of the 301
+    columns nor the noise update gains more than tol (from the N x N marginal covariance)."""
+    X, y = make_friedman1(n_samples=300, n_features=10, noise=1.0, random_state=seed)
+    basis = KernelBasis(X, RBF(0.1))
+    fit = sequential.fit(
+        basis, y, prior=Prior(0.0, 0.0, 0.0, 0.0), noise_var=None, max_iter=100_000,
+        tol=1e-6, schedule=_working_set_schedule(),
+    )  # fmt: skip
+    assert fit.converged
+    Phi = basis.toarray()
+    # the N x N form loses about cond(C) eps (measured: 1.2e-10 relative on seed 1)
+    assert fit.log_evidence == pytest.approx(
+        log_evidence_dense(Phi[:, fit.active], y, fit.alpha, fit.beta), rel=1e-9
+    )
+    _assert_certified(basis, y, fit)
+    S, Q = _dense_sq(Phi, y, fit.active, fit.alpha, fit.beta)
+    inactive = np.setdiff1d(np.arange(Phi.shape[1]), fit.active)
+    from bayes_rvm.evidence import delta_add
+
+    np.testing.assert_allclose(fit.readd_gain, delta_add(S[inactive], Q[inactive]), atol=1e-8)
+
+
+def test_working_set_fit_reports_max_iter():
+    X, y = make_friedman1(n_samples=200, n_features=10, noise=1.0, random_state=0)
+    fit = sequential.fit(
+        KernelBasis(X, RBF(0.1)), y, prior=Prior(0.0, 0.0, 0.0, 0.0), noise_var=None,
+        max_iter=50, tol=1e-6, schedule=_working_set_schedule(),
+    )  # fmt: skip
+    assert not fit.converged
+    assert fit.n_iter <= 50
+
+
+@pytest.mark.parametrize(
+    ("gamma", "path"), [(1.2, "working set of"), (0.1, "compressed rank")], ids=["narrow", "broad"]
+)
+def test_default_fit_of_a_wide_basis(gamma, path, capsys):
+    """Every input a centre at N = 1500 (18 MB, over dense_bytes; not reducible): a narrow
+    kernel, whose columns do not compress, on the working set; a broad one on the large
+    path. Both certified."""
+    X, y = make_friedman1(n_samples=1500, n_features=10, noise=1.0, random_state=3)
+    basis = KernelBasis(X, RBF(gamma))
+    fit = fit_type2(basis, y, solver="sequential", verbose=True)
+    assert path in capsys.readouterr().out
+    assert fit.converged
+    _assert_certified(basis, y, fit)
+
+
+def test_resumed_ascent_stays_at_its_optimum():
+    """An ascent resumed from a converged model on the same columns converges again at
+    once, at the same evidence; an indefinite posterior precision answers NOT_PD."""
+    Phi, t = _sparse_problem(6, n=80, m=25)
+    B = np.ascontiguousarray((Phi / np.sqrt(np.einsum("ij,ij->j", Phi, Phi))).T)
+    options = {"prior": Prior(0.0, 0.0, 0.0, 0.0), "tol": 1e-6, "max_iter": 10_000}
+    first = Ascent(B, t, 1.0, learn_noise=True, schedule=Schedule(), **options)
+    assert first.run() == Status.CONVERGED
+    idx, alpha = first.model()
+    again = Ascent.resume(B, t, idx, alpha, first.beta, schedule=Schedule(), **options)
+    assert again.run() == Status.CONVERGED
+    assert again.log_evidence == pytest.approx(first.log_evidence, abs=1e-6)
+    assert again.steps <= 3
+    broken = Ascent.resume(
+        B, t, idx, -1e3 * np.ones_like(alpha), 1.0, schedule=Schedule(), **options
+    )
+    assert broken.run() == Status.NOT_PD

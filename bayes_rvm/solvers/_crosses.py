@@ -178,7 +178,9 @@ def _orthonormal_complement(U: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return Y
 
 
-def compress(basis: Basis, t: np.ndarray, schedule: LargeSchedule) -> Compression:
+def compress(
+    basis: Basis, t: np.ndarray, schedule: LargeSchedule, give_up: float = np.inf
+) -> Compression:
     """``B = Phi~^T U`` for an orthonormal ``U`` spanning the dominant normalised columns.
 
     Block-pivoted Gram-Schmidt: each pass takes the ``compress_block`` columns with the
@@ -188,7 +190,9 @@ def compress(basis: Basis, t: np.ndarray, schedule: LargeSchedule) -> Compressio
     residual, so ``B B_j`` is ``Phi~^T phi~_j`` up to ``max residual``. Stops when the
     squared residual is below ``exact_residual``, or after ``compress_passes`` passes, or
     when ``compress_bytes`` is reached. The first block is spread evenly over the columns,
-    and its pass also computes ``Phi^T t`` and the column norms (the normalisation).
+    and its pass also computes ``Phi^T t`` and the column norms (the normalisation); when
+    the squared residual after it is above ``give_up``, the basis is taken not to
+    compress and no further pass is made.
     """
     n, n_basis = basis.shape
     cap = min(n_basis, n, schedule.compress_bytes // (8 * (n + n_basis)))
@@ -202,7 +206,8 @@ def compress(basis: Basis, t: np.ndarray, schedule: LargeSchedule) -> Compressio
     scales = np.where(sq_norms > 0, np.sqrt(sq_norms), 1.0)
     B, phi_t = products[:, :-1] / scales[:, None], products[:, -1] / scales
     residual = np.maximum((sq_norms > 0) - np.einsum("ij,ij->i", B, B), 0.0)
-    for _ in range(schedule.compress_passes - 1):
+    passes = schedule.compress_passes if residual.max() <= give_up else 1
+    for _ in range(passes - 1):
         if residual.max() <= schedule.exact_residual or B.shape[1] >= cap:
             break
         size = min(schedule.compress_block, cap - B.shape[1])

@@ -90,6 +90,7 @@ from bayes_rvm.solvers._crosses import (
 )
 from bayes_rvm.solvers._large_schedule import LargeSchedule
 from bayes_rvm.solvers._outer import ModeLoop, NoiseLoop, gaussian_log_evidence
+from bayes_rvm.solvers._working_set import fit_working_set
 from bayes_rvm.solvers._workspace import Workspace
 
 __all__ = ["LargeSchedule", "Schedule", "fit"]
@@ -169,7 +170,14 @@ def fit(
         basis = as_basis(basis.toarray())
         products = _Products.of(basis, Compression.none(basis, t), t, large, dense=True)
     else:
-        products = _Products.of(basis, compress(basis, t, large), t, large, dense=False)
+        wide = link is None and noise_var is None and basis.n_columns > schedule.working_set
+        give_up = schedule.working_residual if wide else np.inf
+        compression = compress(basis, t, large, give_up)
+        if compression.leftover > give_up:  # the basis does not compress: a working set
+            result = _fit_working_set(basis, t, prior, stop, schedule, compression)
+            if result is not None:
+                return result
+        products = _Products.of(basis, compression, t, large, dense=False)
     if link is None:
         noise_fixed = noise_var is not None
         beta = 1.0 / (
@@ -361,14 +369,11 @@ def _fit_compiled(
     scale = scales[active]
     # phi_j = scale_j phi~_j: alpha_j = scale_j^2 alpha~_j
     alpha = alpha[order] * scale**2
-    # Tipping (2001) eq. 12-13
-    posterior = fit_gaussian(Phi[:, active], t, alpha, ascent.beta, n_rows=data_t.size)
     S, Q = ascent.readd_gain_inputs()
-    result = _assemble(
-        posterior.L, posterior.mu, t - posterior.residual, t, active, alpha, ascent.beta,
-        prior, None, False, S, Q, n_rows=data_t.size,
-        path=ascent.recorded_path(), n_iter=ascent.steps, converged=status == Status.CONVERGED,
-    )  # fmt: skip
+    end = _End(S, Q, ascent.recorded_path(), ascent.steps, status == Status.CONVERGED)
+    result = _gaussian_result(
+        Phi[:, active], t, active, alpha, ascent.beta, prior, end, data_t.size
+    )
     if stop.verbose:
         print(
             f"[sequential] {ascent.steps} steps, M={active.size}, noise sd "
@@ -376,6 +381,69 @@ def _fit_compiled(
             f"({status.name.lower()})"
         )
     return result
+
+
+def _fit_working_set(
+    basis: Basis,
+    t: np.ndarray,
+    prior: Prior,
+    stop: Stopping,
+    schedule: Schedule,
+    compression: Compression,
+) -> Type2Result | None:
+    """Gaussian likelihood, noise learned, a basis neither held nor reduced, and one that
+    does not compress: the compiled ascent on a working set of columns
+    (:mod:`._working_set`; ``Phi^T t`` and the column norms from the pass of
+    ``compression``); ``None`` when a posterior precision lost positive definiteness."""
+    fit, status, S, Q = fit_working_set(
+        basis, t, prior, stop, schedule, compression.phi_t, compression.sq_norms
+    )
+    if status == Status.NOT_PD:
+        return None
+    active, alpha, beta = fit.model()
+    scale = fit.scales[active]
+    end = _End(S, Q, np.concatenate(fit.path), fit.steps, status == Status.CONVERGED)
+    Phi_a = basis.columns(active)
+    result = _gaussian_result(Phi_a, t, active, alpha * scale**2, beta, prior, end, t.size)
+    if stop.verbose:
+        print(
+            f"[sequential] working set of {fit.reduced.order.size} columns after {fit.rounds} "
+            f"rounds, {fit.passes} passes: M={active.size}, log evidence="
+            f"{result.log_evidence:.6f} ({status.name.lower()})"
+        )
+    return result
+
+
+@dataclass(frozen=True)
+class _End:
+    """How an ascent ended: the ``S, Q`` of every column, the log evidence path, the steps
+    taken and whether it converged."""
+
+    S: np.ndarray
+    Q: np.ndarray
+    path: Iterable[float]
+    n_iter: int
+    converged: bool
+
+
+def _gaussian_result(
+    Phi_a: np.ndarray,
+    t: np.ndarray,
+    active: np.ndarray,
+    alpha: np.ndarray,
+    beta: float,
+    prior: Prior,
+    end: _End,
+    n_rows: int,
+) -> Type2Result:
+    """The result of a fit with the noise learned, from the active columns ``Phi_a`` (of
+    ``t``'s rows, which stand for ``n_rows``) and their precisions in the data's units."""
+    # Tipping (2001) eq. 12-13
+    posterior = fit_gaussian(Phi_a, t, alpha, beta, n_rows=n_rows)
+    F = t - posterior.residual
+    return _assemble(
+        posterior.L, posterior.mu, F, t, active, alpha, beta, prior, None, False, end, n_rows
+    )
 
 
 def _products_agree(run: Ascent, tol: float) -> bool:
@@ -425,9 +493,10 @@ def _result(
         0.5 * (gram + gram.T), ws.phi_t[active] * scale, alpha, ws.beta
     )
     F = ws.Phi[:, :M][:, order] @ (mu * scale)
+    end = _End(ws.S, ws.Q, run.path, run.steps, converged)
     return _assemble(
-        precision_chol, mu, F, ws.t, active, alpha, ws.beta, prior, link, noise_fixed,
-        ws.S, ws.Q, n_rows=ws.n_rows, path=run.path, n_iter=run.steps, converged=converged,
+        precision_chol, mu, F, ws.t, active, alpha, ws.beta, prior, link, noise_fixed, end,
+        ws.n_rows,
     )  # fmt: skip
 
 
@@ -442,13 +511,8 @@ def _assemble(
     prior: Prior,
     link: Bernoulli | None,
     noise_fixed: bool,
-    S: np.ndarray,
-    Q: np.ndarray,
-    *,
+    end: _End,
     n_rows: int,
-    path: Iterable[float],
-    n_iter: int,
-    converged: bool,
 ) -> Type2Result:
     """The result at the final posterior (factor, mean, latent values ``F = Phi_a mu``):
     its log evidence (eq. 36 with ``N = n_rows``, or the Laplace evidence at the mode) and
@@ -462,7 +526,7 @@ def _assemble(
         log_joint = log_likelihood - 0.5 * float(np.sum(alpha * mu**2))
         mode = LaplaceMode(mu, precision_chol, log_likelihood, log_joint, link.mean(F), 0, True)
         log_ev = log_evidence_laplace(mode, alpha, prior.a, prior.b)
-    n_basis = S.size
+    n_basis = end.S.size
     inactive = np.setdiff1d(np.arange(n_basis), active)
     return Type2Result(
         likelihood="gaussian" if link is None else link.name,
@@ -474,11 +538,11 @@ def _assemble(
         mu=mu,
         precision_chol=precision_chol,
         log_evidence=log_ev,
-        log_evidence_path=np.array([*path, log_ev]),
-        n_iter=n_iter,
-        converged=converged,
+        log_evidence_path=np.array([*end.path, log_ev]),
+        n_iter=end.n_iter,
+        converged=end.converged,
         # the gain of an add is invariant to the column scale
-        readd_gain=delta_add(S[inactive], Q[inactive]),
+        readd_gain=delta_add(end.S[inactive], end.Q[inactive]),
         prior=prior,
         noise_fixed=noise_fixed,
     )
