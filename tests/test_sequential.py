@@ -648,9 +648,10 @@ def test_compiled_newton_steps_end_at_the_joint_optimum(monkeypatch):
     _assert_certified(DenseBasis(Phi), t, newton)
 
 
-def _working_set_schedule(size: int = 40, add: int = 25) -> Schedule:
-    """A schedule that fits every basis on a working set (no basis is held in memory)."""
-    return Schedule(dense_bytes=0, working_set=size, working_add=add, working_residual=0.0)
+def _working_set_schedule() -> Schedule:
+    """A schedule that fits every basis on a working set of 40 columns and the active ones
+    (no basis is held in memory)."""
+    return Schedule(dense_bytes=0, working_set=40, working_residual=0.0)
 
 
 @pytest.mark.parametrize("chunk", [None, 2], ids=["one chunk", "chunks of 2"])
@@ -686,8 +687,8 @@ def test_working_set_factor_equals_the_products(chunk, monkeypatch):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_working_set_fit_is_certified_on_every_column(seed):
-    """Friedman #1 with every input a centre on a working set of 40 columns that grows 25
-    at a time: converged, its evidence the N x N one, and no single step on any of the 301
+    """Friedman #1 with every input a centre on working sets of 40 columns and the active
+    ones: converged, its evidence the N x N one, and no single step on any of the 301
     columns nor the noise update gains more than tol (from the N x N marginal covariance)."""
     X, y = make_friedman1(n_samples=300, n_features=10, noise=1.0, random_state=seed)
     basis = KernelBasis(X, RBF(0.1))
@@ -751,3 +752,17 @@ def test_resumed_ascent_stays_at_its_optimum():
         B, t, idx, -1e3 * np.ones_like(alpha), 1.0, schedule=Schedule(), **options
     )
     assert broken.run() == Status.NOT_PD
+
+
+def test_working_set_ends_when_its_ascent_refuses_the_gains():
+    """With a resolution so coarse that the ascent refuses gains the certificate reports
+    (Schedule.resolution 1e12: about 2e-4 cond(H) nats), the rounds stop at the first one
+    at tol that gains nothing, instead of running to max_iter."""
+    X, y = make_friedman1(n_samples=300, n_features=10, noise=1.0, random_state=0)
+    schedule = dataclasses.replace(_working_set_schedule(), resolution=1e12)
+    fit = sequential.fit(
+        KernelBasis(X, RBF(0.1)), y, prior=Prior(0.0, 0.0, 0.0, 0.0), noise_var=None,
+        max_iter=20_000, tol=1e-6, schedule=schedule,
+    )  # fmt: skip
+    assert fit.converged
+    assert fit.readd_gain.max() > 1e-6  # gains the certificate saw and the ascent refused

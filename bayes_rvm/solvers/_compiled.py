@@ -114,9 +114,8 @@ class Schedule:
     working_set : int
         A basis over ``dense_bytes`` that is not reduced (fewer than twice as many rows as
         columns) and has more columns than this is fitted on a working set of columns
-        that starts with this many (:mod:`~bayes_rvm.solvers._working_set`).
-    working_add : int
-        Columns that join the working set per round, at most.
+        (:mod:`~bayes_rvm.solvers._working_set`): this many to start, then the active
+        columns and this many inactive ones.
     working_residual : float
         Such a basis is fitted on the working set when it does not compress: when its
         normalised columns keep a squared residual above this after their projection on
@@ -146,7 +145,6 @@ class Schedule:
     defer: int = 16
     defer_min: int = 256
     working_set: int = 1000
-    working_add: int = 1000
     working_residual: float = 1e-4
 
 

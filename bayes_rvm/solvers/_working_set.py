@@ -15,17 +15,25 @@ rows as columns). The sequential ascent then runs on a working set ``W`` of colu
    ``n_basis`` columns at the fitted ``alpha, beta``, from the products
    ``Phi~^T phi~_a`` of the active columns (one pass over the basis for the columns that
    became active since the last certificate).
-3. The columns outside ``W`` whose add would gain more than ``tol`` join ``W``, with the
-   next best by ``Q^2 / S`` (:data:`_WIDEN`, :data:`_MIN_ADD`; at most
-   :attr:`~._compiled.Schedule.working_add`); the reduced design grows by their products
-   with the frame's columns, and the ascent resumes from the model it reached
-   (:meth:`~._compiled.Ascent.resume`).
+3. The next ``W``: the active columns and the ``working_set`` inactive ones with the
+   largest ``Q^2 / S`` (those whose add gains come first; the next best are the next
+   round's candidates). Its reduced design is built anew, and the ascent resumes from the
+   model it reached (:meth:`~._compiled.Ascent.resume`).
+
+Memory: the products of the active columns with every column (``n_basis M``) and the
+reduced design (``|W|^2``, ``|W| <= M + working_set``), besides the ``N M`` columns of
+the final posterior.
 
 A round's tolerance is ``relative_inner`` times the largest gain its certificate found
-outside ``W`` (at least ``tol``), so that the early rounds do not polish ``alpha`` that
-the next columns will move. The fit ends when an ascent to ``tol`` leaves no column
-outside ``W`` that gains more than ``tol``: no single add, re-estimate or delete of any
-column and no noise update gains more than ``tol``, the sequential solver's certificate.
+among the inactive columns (at least ``tol``), so that the early rounds do not polish
+``alpha`` that the next columns will move. The fit ends when an ascent to ``tol`` leaves
+no inactive column that gains more than ``tol``: no single add, re-estimate or delete of
+any column and no noise update gains more than ``tol``, the sequential solver's
+certificate. Each round starts from the model the last one reached, so the log evidence
+never decreases from round to round. A round that gains at most ``tol`` although its
+``W`` held every column that gains (the ascent's own ``S, Q`` of them are below its
+resolution, or differ from the certificate's by rounding near ``tol``) is followed by a
+round at ``tol``, and one more such round ends the fit.
 """
 
 from __future__ import annotations
@@ -51,13 +59,6 @@ _CHUNK_BYTES = 64 * 2**20
 #: the frame's span exceeds this many times ``eps`` times the frame's size (unit columns):
 #: below, the residual is the rounding of the products it is computed from.
 _ROUNDING = 64
-#: A round adds the columns that gain more than ``tol`` and the next best by ``Q^2 / S``,
-#: this many times as many in all and at least :data:`_MIN_ADD` (at most
-#: ``working_add``): the columns close to a gain are the next round's violators. Measured
-#: on Friedman #1 at N = 5,000 (``gamma = 1.2``, every input a centre): the violators
-#: alone took more than 23 rounds and 100,000 steps, with these 9 rounds and 58,876 steps.
-_WIDEN = 4
-_MIN_ADD = 100
 
 
 class _ReducedColumns:
@@ -137,8 +138,8 @@ class _ReducedColumns:
 
 
 class WorkingSetFit:
-    """The state of a working-set fit: the factor of ``W``, the last ascent, and the
-    products of the active columns with every column."""
+    """The state of a working-set fit: the working set and the reduced design of the last
+    round, its ascent, and the products of the active columns with every column."""
 
     def __init__(
         self,
@@ -160,8 +161,10 @@ class WorkingSetFit:
         self.scales = np.where(self.usable, np.sqrt(sq_norms), 1.0)
         self.phi_t = phi_t
         self.unit = self.usable.astype(np.float64)
-        self.reduced = _ReducedColumns(basis, self.scales, t)
-        self.cross: dict[int, np.ndarray] = {}  # j -> Phi~^T phi~_j, for active j
+        self.order = np.zeros(0, dtype=np.intp)  # the working set, in its design's order
+        # Phi~^T phi~_j for the columns j in crossed (active at the last certificate)
+        self.cross = np.zeros((sq_norms.size, 0))
+        self.crossed = np.zeros(0, dtype=np.intp)
         self.passes = 0  # passes over the basis for the products of active columns
         self.rounds = 0
         self.steps = 0  # steps and noise updates of every round
@@ -181,10 +184,13 @@ class WorkingSetFit:
         size = min(self.schedule.working_set, usable.size)
         return usable[np.unique(np.linspace(0, usable.size - 1, size).round().astype(np.intp))]
 
-    def ascend(self, tol: float, max_iter: int) -> Status:
-        """The compiled ascent on ``W`` to ``tol``: from scratch on the first round, else
-        resumed from the model of the last one."""
-        B, t_reduced = self.reduced.design()
+    def ascend(self, working: np.ndarray, tol: float, max_iter: int) -> Status:
+        """The compiled ascent to ``tol`` on the reduced design of the columns ``working``:
+        from scratch on the first round, else resumed from the model of the last one (whose
+        columns ``working`` holds)."""
+        reduced = _ReducedColumns(self.basis, self.scales, self.t)
+        reduced.extend(working)
+        B, t_reduced = reduced.design()
         schedule = self.schedule
         if tol > self.final_tol:  # a round before the last: no polish below its tolerance
             schedule = dataclasses.replace(schedule, polish=1.0)
@@ -194,22 +200,29 @@ class WorkingSetFit:
                 full_t=self.t,
             )  # fmt: skip
         else:
-            # the old columns keep their positions in the grown W
-            idx, alpha = self._ascent.model()
+            active, alpha, beta = self.model()
+            where = np.full(self.usable.size, -1, dtype=np.intp)
+            where[reduced.order] = np.arange(reduced.order.size)
             self._ascent = Ascent.resume(
-                B, t_reduced, idx, alpha, self._ascent.beta, prior=self.prior, tol=tol,
+                B, t_reduced, where[active], alpha, beta, prior=self.prior, tol=tol,
                 max_iter=max_iter, schedule=schedule, full_t=self.t,
             )  # fmt: skip
             status = self._ascent.run()
+        self.order = reduced.order
         self.rounds += 1
         self.steps += self.ascent.steps
         self.path.append(self.ascent.recorded_path())
         return status
 
+    def gained(self) -> float:
+        """The log evidence the last round gained."""
+        path = self.path[-1]
+        return float(path[-1] - path[0])
+
     def model(self) -> tuple[np.ndarray, np.ndarray, float]:
         """Active columns (sorted), their normalised ``alpha``, and ``beta``."""
         idx, alpha = self.ascent.model()
-        active = self.reduced.order[idx]
+        active = self.order[idx]
         order = np.argsort(active, kind="stable")
         return active[order], alpha[order], self.ascent.beta
 
@@ -217,40 +230,46 @@ class WorkingSetFit:
         """``S, Q`` of every column at the current model (Tipping & Faul 2003, eq. 24-25),
         from ``Phi~^T phi~_a``: one pass for the columns active since the last call."""
         active, alpha, beta = self.model()
-        missing = np.array([j for j in active if j not in self.cross], dtype=np.intp)
+        kept = np.isin(self.crossed, active)
+        missing = np.setdiff1d(active, self.crossed)
+        blocks = [self.cross[:, kept]]
         if missing.size:
             columns = self.basis.columns(missing) / self.scales[missing]
-            cross = self.basis.transpose_dot(columns) / self.scales[:, None]
+            blocks.append(self.basis.transpose_dot(columns) / self.scales[:, None])
             self.passes += 1
-            for k, j in enumerate(missing):
-                self.cross[int(j)] = cross[:, k]
-        kept = set(active.tolist())
-        for j in [j for j in self.cross if j not in kept]:
-            del self.cross[j]
-        C = np.column_stack([self.cross[int(j)] for j in active]) if active.size else None
-        if C is None:
+        self.cross = np.hstack(blocks)
+        self.crossed = np.concatenate([self.crossed[kept], missing])
+        if not active.size:
             return beta * self.unit, beta * self.phi_t
-        gram = C[active]
+        # the model in the order of the products' columns
+        alpha = alpha[np.searchsorted(active, self.crossed)]
+        gram = self.cross[self.crossed]
         # Tipping (2001) eq. 12-13 on the products of the N rows
-        L, mu = gaussian_posterior(0.5 * (gram + gram.T), self.phi_t[active], alpha, beta)
-        Z = linalg.solve_triangular(L, C.T, lower=True)
-        # Tipping & Faul (2003) eq. 24-25
-        S = beta * self.unit - beta * beta * np.einsum("ij,ij->j", Z, Z)
-        Q = beta * (self.phi_t - C @ mu)
+        L, mu = gaussian_posterior(0.5 * (gram + gram.T), self.phi_t[self.crossed], alpha, beta)
+        S = np.empty(self.unit.size)
+        step = max(1, _CHUNK_BYTES // (8 * active.size))
+        for start in range(0, S.size, step):
+            rows = slice(start, start + step)
+            Z = linalg.solve_triangular(L, self.cross[rows].T, lower=True)
+            # Tipping & Faul (2003) eq. 24
+            S[rows] = beta * self.unit[rows] - beta * beta * np.einsum("ij,ij->j", Z, Z)
+        # Tipping & Faul (2003) eq. 25
+        Q = beta * (self.phi_t - self.cross @ mu)
         return S, Q
 
-    def outside(self, S: np.ndarray, Q: np.ndarray, tol: float) -> tuple[np.ndarray, int, float]:
-        """The usable columns outside ``W`` by ``Q^2 / S`` (an add gains when it exceeds
-        1, the more the larger), how many of them gain more than ``tol``, and the largest
-        gain."""
-        outside = np.ones(S.size, dtype=bool)
-        outside[self.reduced.order] = False
-        outside &= self.usable & (S > 0)
-        candidates = np.flatnonzero(outside)
+    def next_set(self, S: np.ndarray, Q: np.ndarray, tol: float) -> tuple[np.ndarray, int, float]:
+        """The next working set: the active columns and the ``working_set`` inactive ones
+        with the largest ``Q^2 / S`` (an add gains when it exceeds 1, the more the larger);
+        how many inactive columns gain more than ``tol``, and the largest gain."""
+        active = self.model()[0]
+        inactive = self.usable & (S > 0)
+        inactive[active] = False
+        candidates = np.flatnonzero(inactive)
         ratio = Q[candidates] ** 2 / S[candidates]
         gain = delta_add(S[candidates], Q[candidates])
-        ranked = candidates[np.argsort(-ratio, kind="stable")]
-        return ranked, int(np.count_nonzero(gain > tol)), float(gain.max(initial=0.0))
+        best = candidates[np.argsort(-ratio, kind="stable")[: self.schedule.working_set]]
+        working = np.concatenate([active, best])
+        return working, int(np.count_nonzero(gain > tol)), float(gain.max(initial=0.0))
 
 
 def fit_working_set(
@@ -267,27 +286,26 @@ def fit_working_set(
     only with the certificate on every column), and the exact ``S, Q`` of every column at
     the final model."""
     fit = WorkingSetFit(basis, t, prior, schedule, stop.tol, phi_t, sq_norms)
-    fit.reduced.extend(fit.start())
-    round_tol = stop.tol
+    working, round_tol = fit.start(), stop.tol
     while True:
-        status = fit.ascend(round_tol, stop.max_iter - fit.steps)
+        status = fit.ascend(working, round_tol, stop.max_iter - fit.steps)
         S, Q = fit.exact_sq()
         if status != Status.CONVERGED:
             return fit, status, S, Q
-        ranked, violators, largest = fit.outside(S, Q, stop.tol)
+        working, violators, largest = fit.next_set(S, Q, stop.tol)
         if stop.verbose:
             active, _, beta = fit.model()
             print(
-                f"[sequential] working set {fit.reduced.order.size}: M={active.size}, noise sd "
+                f"[sequential] working set {fit.order.size}: M={active.size}, noise sd "
                 f"{beta**-0.5:.4g}, log evidence {fit.ascent.log_evidence:.6f} after "
                 f"{fit.ascent.steps} steps at tolerance {round_tol:.2g}; {violators} columns "
-                f"outside gain more than tol (largest {largest:.3g})"
+                f"gain more than tol (largest {largest:.3g})"
             )
-        if violators == 0 and round_tol <= stop.tol:
+        stuck = fit.rounds > 1 and fit.gained() <= stop.tol
+        if round_tol <= stop.tol and (violators == 0 or stuck):
+            # stuck: the last ascent had these columns in W and took none of them (below
+            # its resolution, or rounding of the two computations of a gain near tol)
             return fit, Status.CONVERGED, S, Q
         if fit.steps >= stop.max_iter:
             return fit, Status.MAX_ITER, S, Q
-        round_tol = max(stop.tol, schedule.relative_inner * largest)
-        if violators:
-            count = min(schedule.working_add, max(_WIDEN * violators, _MIN_ADD))
-            fit.reduced.extend(ranked[:count])
+        round_tol = stop.tol if stuck else max(stop.tol, schedule.relative_inner * largest)

@@ -407,7 +407,7 @@ def _fit_working_set(
     result = _gaussian_result(Phi_a, t, active, alpha * scale**2, beta, prior, end, t.size)
     if stop.verbose:
         print(
-            f"[sequential] working set of {fit.reduced.order.size} columns after {fit.rounds} "
+            f"[sequential] working set of {fit.order.size} columns after {fit.rounds} "
             f"rounds, {fit.passes} passes: M={active.size}, log evidence="
             f"{result.log_evidence:.6f} ({status.name.lower()})"
         )
