@@ -654,32 +654,30 @@ def _working_set_schedule() -> Schedule:
     return Schedule(dense_bytes=0, working_set=40, working_residual=0.0)
 
 
-@pytest.mark.parametrize("chunk", [None, 2], ids=["one chunk", "chunks of 2"])
-def test_working_set_factor_equals_the_products(chunk, monkeypatch):
-    """The reduced design of a working set grown in three batches has the products of its
-    columns (B B^T, B target, target^T target); a duplicate column and an exact
-    combination stay in it with coordinates in the frame of the others."""
+@pytest.mark.parametrize("chunk", [None, 3], ids=["one chunk", "chunks of 3"])
+def test_working_set_design_has_the_products(chunk, monkeypatch):
+    """The reduced design of a working set has the products of its columns (B B^T, B
+    target, target^T target); a duplicate column and an exact combination stay in it with
+    coordinates in the frame of the others. The Gram matrix evaluated a chunk of columns
+    at a time equals the one from the whole matrix."""
     from bayes_rvm.solvers import _working_set
-    from bayes_rvm.solvers._working_set import _ReducedColumns
 
-    if chunk is not None:  # columns evaluated two at a time
+    if chunk is not None:  # columns evaluated three at a time
         monkeypatch.setattr(_working_set, "_CHUNK_BYTES", 8 * 120 * chunk)
-
     rng = np.random.default_rng(5)
     x = rng.uniform(-3, 3, (120, 1))
     Phi = RBF(1.0)(x, x)
     Phi = np.column_stack([Phi, Phi[:, 7], Phi[:, 3] - 2 * Phi[:, 9]])  # columns 120, 121
     t = np.sin(x[:, 0]) + rng.normal(0, 0.1, 120)
     scales = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
-    reduced = _ReducedColumns(DenseBasis(Phi), scales, t)
-    for batch in ([0, 3, 7, 9], [1, 120, 50, 2], [121, 60]):
-        reduced.extend(np.array(batch))
-    W = reduced.order
-    np.testing.assert_array_equal(np.sort(W), [0, 1, 2, 3, 7, 9, 50, 60, 120, 121])
-    np.testing.assert_array_equal(np.sort(reduced.frame), [0, 1, 2, 3, 7, 9, 50, 60])
-    B, target = reduced.design()
-    assert B.shape == (10, 9)
+    W = np.array([0, 3, 7, 9, 1, 120, 50, 2, 121, 60])
     unit = Phi[:, W] / scales[W]
+    gram = _working_set._gram(DenseBasis(Phi), scales, W)
+    np.testing.assert_allclose(gram, unit.T @ unit, atol=1e-14)
+    B, target, perm = _working_set._reduced_design(gram, unit.T @ t, float(t @ t))
+    assert B.shape == (10, 9)  # 8 independent columns and the target's residual
+    np.testing.assert_array_equal(np.sort(perm), np.arange(10))
+    unit = unit[:, perm]
     np.testing.assert_allclose(B @ B.T, unit.T @ unit, atol=1e-12)
     np.testing.assert_allclose(B @ target, unit.T @ t, atol=1e-12)
     assert target @ target == pytest.approx(t @ t, rel=1e-12)

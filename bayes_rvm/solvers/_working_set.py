@@ -8,7 +8,7 @@ rows as columns). The sequential ascent then runs on a working set ``W`` of colu
 
 1. ``W`` starts with :attr:`~._compiled.Schedule.working_set` columns evenly spaced over
    the basis, and the compiled loop (both ascents of its schedule) fits the model of ``W``
-   on a reduced design of ``W`` (:class:`_ReducedColumns`: the columns' coordinates in an
+   on a reduced design of ``W`` (:func:`_reduced_design`: the columns' coordinates in an
    orthonormal frame of their span, with the products ``Phi~_W^T Phi~_W``,
    ``Phi~_W^T t`` and ``t^T t`` of the ``N`` rows).
 2. A certificate on every column: exact ``S, Q`` (Tipping & Faul 2003, eq. 24-25) of all
@@ -17,8 +17,9 @@ rows as columns). The sequential ascent then runs on a working set ``W`` of colu
    became active since the last certificate).
 3. The next ``W``: the active columns and the ``working_set`` inactive ones with the
    largest ``Q^2 / S`` (those whose add gains come first; the next best are the next
-   round's candidates). Its reduced design is built anew, and the ascent resumes from the
-   model it reached (:meth:`~._compiled.Ascent.resume`).
+   round's candidates). Its reduced design is built anew from the Gram matrix of ``W``,
+   whose products with the active columns the certificate has already computed, and
+   the ascent resumes from the model it reached (:meth:`~._compiled.Ascent.resume`).
 
 Memory: the products of the active columns with every column (``n_basis M``) and the
 reduced design (``|W|^2``, ``|W| <= M + working_set``), besides the ``N M`` columns of
@@ -52,89 +53,59 @@ from bayes_rvm.solvers._compiled import Ascent, Schedule, Status, ascend_dense
 
 __all__ = ["WorkingSetFit", "fit_working_set"]
 
-#: Bytes of ``N``-row columns evaluated at a time when the working set grows (the new
-#: columns, and the frame's columns they are multiplied with).
+#: Bytes of ``N``-row columns evaluated at a time (the Gram matrix of a working set, the
+#: exact ``S`` of the certificate).
 _CHUNK_BYTES = 64 * 2**20
-#: A new column adds a direction to the frame when the squared norm of its residual from
-#: the frame's span exceeds this many times ``eps`` times the frame's size (unit columns):
-#: below, the residual is the rounding of the products it is computed from.
+#: A column adds a direction to the frame of a reduced design when its squared residual
+#: from the span of the columns before it exceeds this many times ``eps`` times the size
+#: of the working set (unit columns): below, it is the rounding of the Gram matrix.
 _ROUNDING = 64
 
 
-class _ReducedColumns:
-    """A reduced design of a growing set ``W`` of normalised columns, in the order they
-    joined: their coordinates in an orthonormal frame of their span, ``B`` (a row per
-    column), and the target's, ``[z; r]``, so that ``B B^T = Phi~_W^T Phi~_W``,
-    ``B [z; r] = Phi~_W^T t`` and ``z^T z + r^2 = t^T t`` (to rounding).
+def _gram(basis: Basis, scales: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``Phi~_idx^T Phi~_idx`` of the normalised columns ``idx``, evaluated
+    :data:`_CHUNK_BYTES` of columns at a time (each pair of chunks once)."""
+    chunk = max(1, _CHUNK_BYTES // (8 * basis.n_rows))
+    gram = np.empty((idx.size, idx.size))
+    for i in range(0, idx.size, chunk):
+        left = basis.columns(idx[i : i + chunk]) / scales[idx[i : i + chunk]]
+        for j in range(i, idx.size, chunk):
+            right = (
+                left if j == i else basis.columns(idx[j : j + chunk]) / scales[idx[j : j + chunk]]
+            )
+            block = left.T @ right
+            gram[i : i + chunk, j : j + chunk] = block
+            gram[j : j + chunk, i : i + chunk] = block.T
+    return gram
 
-    The frame is spanned by the ``frame`` columns of ``W``, whose coordinates are the
-    upper-triangular ``R``: ``R^T R`` is their Gram matrix. A new column gets its
-    coordinates from its products with the frame's columns and a direction of its own
-    from the residual of those (a pivoted Cholesky factor of the residuals' Gram matrix)
-    unless the residual is rounding: a column in the span of ``W`` (a duplicate, a smooth
-    kernel's column that the others reproduce to 1e-7) stays a candidate with
-    coordinates in the frame. Each ``Phi~_W^T phi~_j`` is then as accurate as the product
-    itself, as in the compiled loop's own products.
+
+def _reduced_design(
+    gram: np.ndarray, phi_t: np.ndarray, tt: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A reduced design of columns with Gram matrix ``gram``, products ``phi_t`` with the
+    target and ``tt = t^T t``: their coordinates ``B`` in an orthonormal frame of their
+    span and the target's ``[z; r]``, so that ``B B^T = gram``, ``B [z; r] = phi_t`` and
+    ``z^T z + r^2 = tt`` (to rounding), in the order ``perm`` (rows of ``B`` are columns
+    ``perm``).
+
+    A pivoted Cholesky factor ``gram[perm][:, perm] = U^T U`` (LAPACK ``dpstrf``) whose
+    first ``rank`` columns span the frame: a column whose squared residual from the span
+    of those before it is rounding (:data:`_ROUNDING`; a duplicate, a smooth kernel's
+    column that others reproduce to 1e-7) gets no direction of its own, but stays a
+    candidate with its coordinates in the frame, its products as accurate as ``gram``.
     """
-
-    def __init__(self, basis: Basis, scales: np.ndarray, t: np.ndarray):
-        self.basis, self.scales, self.t = basis, scales, t
-        self.order = np.zeros(0, dtype=np.intp)  # W
-        self.frame = np.zeros(0, dtype=np.intp)  # the columns of W that span the frame
-        self.R = np.zeros((0, 0))
-        self.B = np.zeros((0, 0))
-        self.z = np.zeros(0)
-        self.residual_sq = float(t @ t)  # r^2
-
-    def _columns(self, idx: np.ndarray) -> np.ndarray:
-        return self.basis.columns(idx) / self.scales[idx]
-
-    def extend(self, new: np.ndarray) -> None:
-        """Add the columns ``new`` (not in ``W``), a chunk of :data:`_CHUNK_BYTES` at a
-        time."""
-        chunk = max(1, _CHUNK_BYTES // (8 * self.t.size))
-        for start in range(0, new.size, chunk):
-            self._extend(new[start : start + chunk], chunk)
-
-    def _extend(self, new: np.ndarray, chunk: int) -> None:
-        P = self._columns(new)
-        size = self.frame.size
-        G = np.empty((size, new.size))  # products with the frame's columns
-        for start in range(0, size, chunk):
-            block = self.frame[start : start + chunk]
-            G[start : start + block.size] = self._columns(block).T @ P
-        X = linalg.solve_triangular(self.R, G, trans="T") if size else G  # coordinates
-        residual = P.T @ P - X.T @ X  # the Gram matrix of the residuals from the frame
-        rounding = _ROUNDING * np.finfo(float).eps * max(1, size + new.size)
-        U, piv, rank, info = linalg.lapack.dpstrf(residual, lower=0, tol=rounding)
-        if info < 0:
-            raise RuntimeError(f"LAPACK dpstrf failed with info={info}")
-        piv -= 1
-        U = np.triu(U[:rank])  # U^T U = residual[piv][:, piv], new directions for piv[:rank]
-        new, P, X = new[piv], P[:, piv], X[:, piv]
-        # the target's coordinates along the new directions
-        z_new = linalg.solve_triangular(
-            U[:, :rank], P[:, :rank].T @ self.t - X[:, :rank].T @ self.z, trans="T"
-        )
-        self.residual_sq = max(self.residual_sq - float(z_new @ z_new), 0.0)
-        grown = np.zeros((size + rank, size + rank))
-        grown[:size, :size] = self.R
-        grown[:size, size:] = X[:, :rank]
-        grown[size:, size:] = U[:, :rank]
-        self.R = grown
-        rows = np.zeros((self.order.size + new.size, size + rank))
-        rows[: self.order.size, :size] = self.B
-        rows[self.order.size :] = np.vstack([X, U]).T
-        self.B = rows
-        self.z = np.concatenate([self.z, z_new])
-        self.frame = np.concatenate([self.frame, new[:rank]])
-        self.order = np.concatenate([self.order, new])
-
-    def design(self) -> tuple[np.ndarray, np.ndarray]:
-        """``B`` with a zero column for the target's residual, and the target ``[z; r]``."""
-        B = np.zeros((self.order.size, self.frame.size + 1))
-        B[:, :-1] = self.B
-        return B, np.append(self.z, np.sqrt(self.residual_sq))
+    size = gram.shape[0]
+    rounding = _ROUNDING * np.finfo(float).eps * max(1, size)
+    U, perm, rank, info = linalg.lapack.dpstrf(gram, lower=0, tol=rounding)
+    if info < 0:
+        raise RuntimeError(f"LAPACK dpstrf failed with info={info}")
+    perm = perm - 1
+    U = np.triu(U[:rank])  # rank x size, upper trapezoidal
+    # the target's coordinates: U_11^T z = Phi~_frame^T t
+    z = linalg.solve_triangular(U[:, :rank], phi_t[perm[:rank]], trans="T")
+    B = np.zeros((size, rank + 1))  # the last coordinate: the target's residual
+    B[:, :rank] = U.T
+    return B, np.append(z, np.sqrt(max(tt - float(z @ z), 0.0))), perm
 
 
 class WorkingSetFit:
@@ -188,9 +159,10 @@ class WorkingSetFit:
         """The compiled ascent to ``tol`` on the reduced design of the columns ``working``:
         from scratch on the first round, else resumed from the model of the last one (whose
         columns ``working`` holds)."""
-        reduced = _ReducedColumns(self.basis, self.scales, self.t)
-        reduced.extend(working)
-        B, t_reduced = reduced.design()
+        B, t_reduced, perm = _reduced_design(
+            self._working_gram(working), self.phi_t[working], float(self.t @ self.t)
+        )
+        working = working[perm]
         schedule = self.schedule
         if tol > self.final_tol:  # a round before the last: no polish below its tolerance
             schedule = dataclasses.replace(schedule, polish=1.0)
@@ -202,17 +174,29 @@ class WorkingSetFit:
         else:
             active, alpha, beta = self.model()
             where = np.full(self.usable.size, -1, dtype=np.intp)
-            where[reduced.order] = np.arange(reduced.order.size)
+            where[working] = np.arange(working.size)
             self._ascent = Ascent.resume(
                 B, t_reduced, where[active], alpha, beta, prior=self.prior, tol=tol,
                 max_iter=max_iter, schedule=schedule, full_t=self.t,
             )  # fmt: skip
             status = self._ascent.run()
-        self.order = reduced.order
+        self.order = working
         self.rounds += 1
         self.steps += self.ascent.steps
         self.path.append(self.ascent.recorded_path())
         return status
+
+    def _working_gram(self, working: np.ndarray) -> np.ndarray:
+        """``Phi~_W^T Phi~_W``: the products with the active columns from the last
+        certificate's, the others evaluated."""
+        where = np.full(self.usable.size, -1, dtype=np.intp)  # column -> column of cross
+        where[self.crossed] = np.arange(self.crossed.size)
+        known, rest = np.flatnonzero(where[working] >= 0), np.flatnonzero(where[working] < 0)
+        gram = np.empty((working.size, working.size))
+        gram[:, known] = self.cross[working][:, where[working[known]]]
+        gram[np.ix_(known, rest)] = gram[np.ix_(rest, known)].T
+        gram[np.ix_(rest, rest)] = _gram(self.basis, self.scales, working[rest])
+        return gram
 
     def gained(self) -> float:
         """The log evidence the last round gained."""

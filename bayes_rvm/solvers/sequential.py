@@ -9,14 +9,18 @@ time: add an inactive column, re-estimate an active ``alpha``, or delete an acti
 the action with the largest increase of the log evidence (ties go to the lowest column
 index).
 
-``fit`` chooses between two implementations:
+``fit`` chooses between three implementations:
 
 - Gaussian likelihood with a learned noise on a basis of at most :attr:`Schedule.dense_bytes`
   (``N n_basis`` doubles): the compiled step loop (:mod:`bayes_rvm.solvers._compiled`,
   :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, two ascents
   and a final certificate on exact ``S, Q`` (see :class:`Schedule`).
-- Otherwise (larger bases, a fixed noise, the Bernoulli likelihood) the large path, scheduled
-  by :class:`LargeSchedule` (below).
+- The same on a larger basis that is neither reduced (below) nor compressible (its columns
+  keep a squared residual above :attr:`Schedule.working_residual` after the first block
+  of :func:`~bayes_rvm.solvers._crosses.compress`): the compiled loop on a working set of
+  columns, certified on every column (:mod:`bayes_rvm.solvers._working_set`).
+- Otherwise (larger bases that compress, a fixed noise, the Bernoulli likelihood) the large
+  path, scheduled by :class:`LargeSchedule` (below).
 
 A Gaussian fit whose basis is over :attr:`Schedule.dense_bytes` but has at least twice as
 many rows as columns first reduces the data (when the factor fits in
