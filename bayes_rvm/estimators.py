@@ -500,6 +500,14 @@ or callable, default="rbf"
         The solver's complete result.
     n_train_ : int
         Number of training samples (the kernel columns of the basis).
+    X_train_ : ndarray of shape (n_samples, n_features)
+        The training inputs (the Gram matrix with ``kernel="precomputed"``), kept for
+        ``predictive="augmented"``, which like a Gaussian process needs every training
+        input; a pickled model carries them.
+    y_train_ : ndarray of shape (n_samples,)
+        The training targets, for the same predictive.
+    train_weights_ : ndarray of shape (n_samples,) or None
+        The ``sample_weight`` of the fit (``None`` without one).
 
     Examples
     --------
