@@ -210,6 +210,7 @@ class Ascent:
         self.path = np.zeros(min(max_iter, 4096) + 2)
         self.istate = np.zeros(10, dtype=np.int64)
         self.fstate = np.zeros(4)
+        self._start_pd = True  # the starting model's posterior precision (see resume)
         self._start(beta)
 
     def _start(self, beta: float) -> None:
@@ -250,11 +251,9 @@ class Ascent:
         ascent.istate[_slots.I_M] = M
         ascent.istate[_slots.I_PROBE] = 0  # a fitted model, not a start from below
         ascent.fstate[_slots.F_INNER] = tol
-        ascent._resumed = ascent._refresh()
+        ascent._start_pd = ascent._refresh()
         ascent.path[0] = ascent.log_evidence
         return ascent
-
-    _resumed = True
 
     def _refresh(self) -> bool:
         return _kernels().refresh(
@@ -300,7 +299,7 @@ class Ascent:
                 sch.newton_after, sch.newton_min, sch.defer, sch.defer_min,
             ]
         )  # fmt: skip
-        if not self._resumed:
+        if not self._start_pd:
             return Status.NOT_PD
         while True:
             code = Status(

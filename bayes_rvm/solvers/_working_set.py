@@ -45,7 +45,7 @@ import numpy as np
 from scipy import linalg
 
 from bayes_rvm.basis import Basis
-from bayes_rvm.evidence import delta_add
+from bayes_rvm.evidence import delta_add, sparsity_quality
 from bayes_rvm.posterior import gaussian_posterior
 from bayes_rvm.solvers._ascent import Stopping
 from bayes_rvm.solvers._base import Prior
@@ -53,8 +53,8 @@ from bayes_rvm.solvers._compiled import Ascent, Schedule, Status, ascend_dense
 
 __all__ = ["WorkingSetFit", "fit_working_set"]
 
-#: Bytes of ``N``-row columns evaluated at a time (the Gram matrix of a working set, the
-#: exact ``S`` of the certificate).
+#: Bytes of ``N``-row columns evaluated at a time (the Gram matrix of a working set), and
+#: of the products used at a time in the certificate's ``S, Q``.
 _CHUNK_BYTES = 64 * 2**20
 #: A column adds a direction to the frame of a reduced design when its squared residual
 #: from the span of the columns before it exceeds this many times ``eps`` times the size
@@ -127,8 +127,6 @@ class WorkingSetFit:
         self.basis, self.t, self.prior, self.schedule = basis, t, prior, schedule
         self.final_tol = final_tol
         self.usable = sq_norms > 0
-        if not self.usable.any():
-            raise ValueError("expected a design matrix with a nonzero column, got all zeros")
         self.scales = np.where(self.usable, np.sqrt(sq_norms), 1.0)
         self.phi_t = phi_t
         self.unit = self.usable.astype(np.float64)
@@ -230,15 +228,13 @@ class WorkingSetFit:
         gram = self.cross[self.crossed]
         # Tipping (2001) eq. 12-13 on the products of the N rows
         L, mu = gaussian_posterior(0.5 * (gram + gram.T), self.phi_t[self.crossed], alpha, beta)
-        S = np.empty(self.unit.size)
+        S, Q = np.empty(self.unit.size), np.empty(self.unit.size)
         step = max(1, _CHUNK_BYTES // (8 * active.size))
         for start in range(0, S.size, step):
             rows = slice(start, start + step)
-            Z = linalg.solve_triangular(L, self.cross[rows].T, lower=True)
-            # Tipping & Faul (2003) eq. 24
-            S[rows] = beta * self.unit[rows] - beta * beta * np.einsum("ij,ij->j", Z, Z)
-        # Tipping & Faul (2003) eq. 25
-        Q = beta * (self.phi_t - self.cross @ mu)
+            S[rows], Q[rows] = sparsity_quality(
+                beta * self.cross[rows], beta * self.unit[rows], beta * self.phi_t[rows], L, mu
+            )
         return S, Q
 
     def next_set(self, S: np.ndarray, Q: np.ndarray, tol: float) -> tuple[np.ndarray, int, float]:
