@@ -15,6 +15,7 @@ those basis functions, with the kernel, bias and extra columns as fitted.
 from __future__ import annotations
 
 import copy
+import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -384,6 +385,7 @@ class KernelBasis(Basis):
             + extra_names
         )
         self._block = max(1, BLOCK_BYTES // (8 * self.n_rows))
+        self._square = max(1, math.isqrt(BLOCK_BYTES // 8))  # side of a symmetric block
 
     def with_kernel(self, kernel: Kernel | Callable) -> KernelBasis:
         """The same basis (inputs, centres, bias, extra columns) with another kernel.
@@ -445,11 +447,14 @@ class KernelBasis(Basis):
         (``weights``-weighted) squared column norms (``None`` unless ``with_norms``)."""
         product = None if V is None else np.empty((self.n_columns, *V.shape[1:]))
         norms = np.empty(self.n_columns) if with_norms else None
-        for start, stop, K in self._kernel_blocks():
-            if product is not None:
-                product[start:stop] = K.T @ V
-            if norms is not None:
-                norms[start:stop] = _weighted_sq_norms(K, weights)
+        if self.centres_are_inputs and getattr(self.kernel, "symmetric", False) is True:
+            self._symmetric_pass(V, weights, product, norms)
+        else:
+            for start, stop, K in self._kernel_blocks():
+                if product is not None:
+                    product[start:stop] = K.T @ V
+                if norms is not None:
+                    norms[start:stop] = _weighted_sq_norms(K, weights)
         tail = self.n_centres
         if self.bias:
             if product is not None and V is not None:
@@ -462,6 +467,35 @@ class KernelBasis(Basis):
         if norms is not None:
             norms[tail:] = _weighted_sq_norms(self._extra_values, weights)
         return product, norms
+
+    def _symmetric_pass(self, V, weights, product, norms) -> None:
+        """The kernel columns of :meth:`_pass` when ``k(X, X)`` is a symmetric matrix: each
+        square block ``K_IJ``, ``I <= J``, is evaluated once and serves the columns ``J``
+        (through its rows ``I``) and, off the diagonal, the columns ``I`` (rows ``J``),
+        so a pass evaluates about half the kernel values. With one block (``N`` up to
+        :data:`BLOCK_BYTES` of a square) it is the column-block pass, to the last digit."""
+        n, step = self.n_centres, self._square
+        if product is not None:
+            product[:n] = 0.0
+        if norms is not None:
+            norms[:n] = 0.0
+        for i in range(0, n, step):
+            left = slice(i, min(i + step, n))
+            for j in range(i, n, step):
+                right = slice(j, min(j + step, n))
+                K = self._kernel(self.X[left], self.X[right])
+                if product is not None:
+                    product[right] += K.T @ V[left]
+                    if j > i:
+                        product[left] += K @ V[right]
+                if norms is not None:
+                    norms[right] += _weighted_sq_norms(
+                        K, None if weights is None else weights[left]
+                    )
+                    if j > i:
+                        norms[left] += _weighted_sq_norms(
+                            K.T, None if weights is None else weights[right]
+                        )
 
     def _augmented_blocks(self, t: np.ndarray, row_scale: np.ndarray | None):
         """Rows of ``[D Phi | t]`` evaluated a block at a time: memory ``O(rows n)``."""

@@ -44,6 +44,12 @@ def _as_inputs(X, Y=None) -> tuple[np.ndarray, np.ndarray]:
 class Kernel(ABC):
     """Base class: ``kernel(X, Y)`` is the Gram matrix, ``kernel.diag(X)`` its diagonal."""
 
+    #: Whether ``k(x, y) = k(y, x)`` for all inputs. A basis centred on its own inputs is
+    #: then a symmetric matrix, and a pass over it evaluates each pair of inputs once
+    #: (:class:`~bayes_rvm.basis.KernelBasis`). The kernels of this module are; a subclass
+    #: or a wrapped function is taken not to be unless it sets this to ``True``.
+    symmetric: bool = False
+
     @abstractmethod
     def __call__(self, X, Y=None) -> np.ndarray: ...
 
@@ -83,6 +89,8 @@ class RBF(Kernel):
     gamma : float or array of shape (n_features,)
         Input scale ``eta = r^-2``: one for all inputs, or one per input dimension.
     """
+
+    symmetric = True
 
     def __init__(self, gamma: float | np.ndarray = 1.0):
         self.gamma = _check_scales(gamma)
@@ -193,6 +201,8 @@ class LinearSpline(Kernel):
     For ``d > 1`` inputs the kernel is the product of the one-dimensional kernels.
     """
 
+    symmetric = True
+
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)
         out = np.ones((X.shape[0], Y.shape[0]))
@@ -215,6 +225,8 @@ class LinearSpline(Kernel):
 class Polynomial(Kernel):
     """``(gamma <x, y> + coef0) ** degree``."""
 
+    symmetric = True
+
     def __init__(self, degree: int = 3, gamma: float = 1.0, coef0: float = 1.0):
         if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or degree < 1:
             raise ValueError(f"degree must be an integer >= 1, got {degree!r}")
@@ -233,6 +245,8 @@ class Polynomial(Kernel):
 
 class Linear(Kernel):
     """``<x, y>``."""
+
+    symmetric = True
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)

@@ -6,14 +6,17 @@ import numpy as np
 import pytest
 
 from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis, ScaledBasis, as_basis
-from bayes_rvm.kernels import RBF
+from bayes_rvm.kernels import RBF, CallableKernel, Laplacian, Linear, LinearSpline, Polynomial
 
 
-@pytest.fixture
-def basis(rng):
+@pytest.fixture(params=["symmetric", "columns"])
+def basis(rng, request):
+    """A kernel basis in several blocks: square blocks of a symmetric kernel matrix, or
+    (a wrapped function, not known to be symmetric) blocks of columns."""
     X = rng.normal(size=(23, 2))
-    B = KernelBasis(X, RBF(0.4), extra=["linear", ("cube", lambda Z: Z[:, 0] ** 3)])
-    B._block = 4  # force several blocks
+    kernel = RBF(0.4) if request.param == "symmetric" else CallableKernel(RBF(0.4))
+    B = KernelBasis(X, kernel, extra=["linear", ("cube", lambda Z: Z[:, 0] ** 3)])
+    B._block = B._square = 4  # force several blocks, the last one ragged
     dense = np.column_stack([RBF(0.4)(X, X), np.ones(23), X, X[:, 0] ** 3])
     return B, dense
 
@@ -42,6 +45,32 @@ def test_blocked_products_equal_dense(basis, rng):
         product, norms = b.transpose_dot_with_norms(V, weights=w)
         np.testing.assert_allclose(product, dense.T @ V, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(norms, np.diag(dense.T @ (w[:, None] * dense)), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kernel", [RBF(0.4), RBF([0.2, 1.5]), Laplacian(0.3), LinearSpline(), Polynomial(2), Linear()]
+)
+def test_kernels_said_to_be_symmetric_are(kernel, rng):
+    """A pass evaluates each pair of inputs once when the kernel says k(x, y) = k(y, x)."""
+    assert kernel.symmetric
+    X, Y = rng.normal(size=(7, 2)), rng.normal(size=(5, 2))
+    np.testing.assert_allclose(kernel(X, Y), kernel(Y, X).T, rtol=1e-14)
+
+
+def test_a_basis_function_not_symmetric_gets_its_own_columns(rng):
+    """centres = inputs, but phi_j(x) = k(x, x_j) is not k(x_j, x): the pass must not
+    take the symmetric blocks."""
+    X = rng.normal(size=(23, 2))
+    kernel = CallableKernel(
+        lambda A, C: np.exp(-((A[:, None, 0] - C[None, :, 0]) ** 2)) * (2 + A[:, 1:2])
+    )
+    B = KernelBasis(X, kernel, bias=False)
+    B._block = B._square = 4
+    dense = kernel(X, X)
+    V = rng.normal(size=(23, 2))
+    product, norms = B.transpose_dot_with_norms(V)
+    np.testing.assert_allclose(product, dense.T @ V, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(norms, np.sum(dense**2, axis=0), rtol=1e-12)
 
 
 def test_evaluate_new_inputs(basis, rng):
