@@ -81,6 +81,15 @@ def _check_scales(gamma, name: str = "gamma") -> float | np.ndarray:
     return scales
 
 
+def _per_feature(scales: float | np.ndarray, n_features: int) -> np.ndarray:
+    """``scales`` (one number, or one per input) as one per input of ``n_features``."""
+    if np.ndim(scales) and np.shape(scales)[0] != n_features:
+        raise ValueError(
+            f"expected {np.shape(scales)[0]} features (one per scale), got {n_features}"
+        )
+    return np.broadcast_to(scales, (n_features,))
+
+
 class RBF(Kernel):
     """Gaussian kernel ``exp(-sum_k eta_k (x_k - y_k)^2)`` (Tipping 2001, eq. 30 and 56).
 
@@ -98,10 +107,7 @@ class RBF(Kernel):
     def _scaled(self, X, Y):
         X, Y = _as_inputs(X, Y)
         root = np.sqrt(self.gamma)
-        if np.ndim(root) and root.shape[0] != X.shape[1]:
-            raise ValueError(
-                f"expected {root.shape[0]} features (one per scale), got {X.shape[1]}"
-            )
+        _per_feature(root, X.shape[1])
         return X * root, Y * root
 
     def __call__(self, X, Y=None) -> np.ndarray:
@@ -168,7 +174,7 @@ class RBF(Kernel):
                 f"expected D of shape {(X.shape[0], Y.shape[0])} (one entry per kernel value), "
                 f"got {D.shape}"
             )
-        scales = np.broadcast_to(self.gamma, (X.shape[1],))
+        scales = _per_feature(self.gamma, X.shape[1])
         weighted = D * self(X, Y)
         gradient = np.empty(X.shape[1])
         for k in range(X.shape[1]):
@@ -188,7 +194,7 @@ class Laplacian(RBF):
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)
-        gamma = np.broadcast_to(self.gamma, (X.shape[1],))
+        gamma = _per_feature(self.gamma, X.shape[1])
         out = np.zeros((X.shape[0], Y.shape[0]))
         for k in range(X.shape[1]):
             out += gamma[k] * np.abs(X[:, k, None] - Y[None, :, k])
@@ -223,7 +229,15 @@ class LinearSpline(Kernel):
 
 
 class Polynomial(Kernel):
-    """``(gamma <x, y> + coef0) ** degree``."""
+    """``(sum_k gamma_k x_k y_k + coef0) ** degree``.
+
+    Parameters
+    ----------
+    degree : int
+    gamma : float or array of shape (n_features,)
+        One scale for all inputs, or one per input dimension.
+    coef0 : float
+    """
 
     symmetric = True
 
@@ -236,11 +250,13 @@ class Polynomial(Kernel):
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)
-        return (self.gamma * (X @ Y.T) + self.coef0) ** self.degree
+        scaled = X * _per_feature(self.gamma, X.shape[1])
+        return (scaled @ Y.T + self.coef0) ** self.degree
 
     def diag(self, X) -> np.ndarray:
         X, _ = _as_inputs(X)
-        return (self.gamma * np.einsum("ij,ij->i", X, X) + self.coef0) ** self.degree
+        scaled = X * _per_feature(self.gamma, X.shape[1])
+        return (np.einsum("ij,ij->i", scaled, X) + self.coef0) ** self.degree
 
 
 class Linear(Kernel):

@@ -59,6 +59,14 @@ def test_linear_spline_eq29_by_hand():
 def test_polynomial_and_linear(points):
     X, Y = points
     np.testing.assert_allclose(Polynomial(2, 0.5, 1.0)(X, Y), (0.5 * X @ Y.T + 1.0) ** 2)
+    # one scale per input: (sum_k gamma_k x_k y_k + coef0)^degree, entry by entry
+    gamma = np.linspace(0.2, 1.0, X.shape[1])
+    expected = [[(np.sum(gamma * x * y) + 1.0) ** 2 for y in Y] for x in X]
+    np.testing.assert_allclose(Polynomial(2, gamma, 1.0)(X, Y), expected, rtol=1e-13)
+    on_diagonal = [(np.sum(gamma * x * x) + 1.0) ** 2 for x in X]
+    np.testing.assert_allclose(Polynomial(2, gamma, 1.0).diag(X), on_diagonal, rtol=1e-13)
+    with pytest.raises(ValueError, match="expected 2 features"):
+        Polynomial(2, [1.0, 2.0])(X, Y)
     np.testing.assert_allclose(Linear()(X, Y), X @ Y.T)
 
 
