@@ -386,6 +386,8 @@ class KernelBasis(Basis):
         )
         self._block = max(1, BLOCK_BYTES // (8 * self.n_rows))
         self._square = max(1, math.isqrt(BLOCK_BYTES // 8))  # side of a symmetric block
+        # the centres are the inputs (given or not): k(X, X) is square
+        self._square_matrix = centres is None or np.array_equal(self.centres, self.X)
 
     def with_kernel(self, kernel: Kernel | Callable) -> KernelBasis:
         """The same basis (inputs, centres, bias, extra columns) with another kernel.
@@ -447,7 +449,7 @@ class KernelBasis(Basis):
         (``weights``-weighted) squared column norms (``None`` unless ``with_norms``)."""
         product = None if V is None else np.empty((self.n_columns, *V.shape[1:]))
         norms = np.empty(self.n_columns) if with_norms else None
-        if self.centres_are_inputs and getattr(self.kernel, "symmetric", False) is True:
+        if self._square_matrix and getattr(self.kernel, "symmetric", False) is True:
             self._symmetric_pass(V, weights, product, norms)
         else:
             for start, stop, K in self._kernel_blocks():
