@@ -27,6 +27,14 @@ import numba
 import numpy as np
 
 from bayes_rvm import evidence
+from bayes_rvm.solvers._factor import (
+    BLOCKED,
+    cholesky,
+    cholesky_lapack,
+    lower_gram_blocked,
+    lower_inverse,
+    lower_inverse_blocked,
+)
 from bayes_rvm.solvers._slots import (
     ABOVE,
     CONVERGED,
@@ -91,91 +99,6 @@ def gains(alpha_p, s, q):
 
 
 @_jit
-def _cholesky(H, L):
-    """Lower Cholesky factor of the SPD ``H`` into ``L``; False when not positive definite."""
-    M = H.shape[0]
-    for j in range(M):
-        acc = H[j, j]
-        for k in range(j):
-            acc -= L[j, k] * L[j, k]
-        if not acc > 0.0:
-            return False
-        d = math.sqrt(acc)
-        L[j, j] = d
-        for i in range(j + 1, M):
-            acc = H[i, j]
-            for k in range(j):
-                acc -= L[i, k] * L[j, k]
-            L[i, j] = acc / d
-        for i in range(j):
-            L[i, j] = 0.0
-    return True
-
-
-# From this many active columns a factorisation takes LAPACK's Cholesky and blocked
-# triangular products (BLAS-3); below, the scalar loops are as fast, and the fits whose
-# optima docs/benchmarks.md records keep their rounding.
-BLOCKED = 128
-_BLOCK = 64  # block size of the triangular inverse and product
-
-
-@_jit
-def _cholesky_lapack(H):
-    """Lower Cholesky factor of the SPD ``H`` (LAPACK); an empty array when ``H`` is not
-    positive definite."""
-    try:
-        return np.linalg.cholesky(H)
-    except Exception:  # LinAlgError: not positive definite (or not finite)
-        return np.zeros((0, 0))
-
-
-@_jit
-def _lower_inverse(L):
-    """``L^-1`` of a lower-triangular ``L``, row by row."""
-    M = L.shape[0]
-    Linv = np.zeros((M, M))
-    for i in range(M):  # row i of L^-1: (e_i - L[i, :i] L^-1[:i]) / L_ii
-        Linv[i, i] = 1.0
-        for k in range(i):
-            lik = L[i, k]
-            if lik != 0.0:
-                for j in range(k + 1):
-                    Linv[i, j] -= lik * Linv[k, j]
-        inverse = 1.0 / L[i, i]
-        for j in range(i + 1):
-            Linv[i, j] *= inverse
-    return Linv
-
-
-@_jit
-def _lower_inverse_blocked(L):
-    """``L^-1`` of a lower-triangular ``L`` by blocks of rows: ``X_II = L_II^-1`` and
-    ``X_I,:I = -X_II (L_I,:I X_:I,:I)``, the off-diagonal blocks by matrix products."""
-    M = L.shape[0]
-    X = np.zeros((M, M))
-    for i0 in range(0, M, _BLOCK):
-        i1 = min(i0 + _BLOCK, M)
-        X[i0:i1, i0:i1] = _lower_inverse(np.ascontiguousarray(L[i0:i1, i0:i1]))
-        if i0:
-            T = np.dot(np.ascontiguousarray(L[i0:i1, :i0]), np.ascontiguousarray(X[:i0, :i0]))
-            X[i0:i1, :i0] = -np.dot(np.ascontiguousarray(X[i0:i1, i0:i1]), T)
-    return X
-
-
-@_jit
-def _lower_gram_blocked(X, out):
-    """``out[:M, :M] = X^T X`` for a lower-triangular ``X``: block row ``K`` of ``X`` is
-    zero right of its diagonal block, so it adds ``X_K,:k1^T X_K,:k1`` to the leading
-    ``k1 x k1`` block only (a third of the full product's flops)."""
-    M = X.shape[0]
-    out[:M, :M] = 0.0
-    for k0 in range(0, M, _BLOCK):
-        k1 = min(k0 + _BLOCK, M)
-        rows = np.ascontiguousarray(X[k0:k1, :k1])
-        out[:k1, :k1] += np.dot(np.ascontiguousarray(rows.T), rows)
-
-
-@_jit
 def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
     """``Sigma, mu`` from a new Cholesky factor of ``A + beta Phi_a^T Phi_a`` (Tipping 2001,
     eq. 12-13); returns ``log|H|`` (``nan`` when ``H`` is not positive definite)."""
@@ -189,12 +112,12 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
             H[b, a] = v
         H[a, a] += alpha[a]
     if M >= BLOCKED:
-        L = _cholesky_lapack(H)
+        L = cholesky_lapack(H)
         if L.shape[0] != M:
             return math.nan
     else:
         L = np.zeros((M, M))
-        if not _cholesky(H, L):
+        if not cholesky(H, L):
             return math.nan
     logdet = 0.0
     largest, smallest = 0.0, math.inf
@@ -207,10 +130,10 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
     fstate[F_RESOLUTION] = 2.2e-16 * (largest / smallest) ** 2 if M else 0.0
     # Sigma = L^-T L^-1 by an inverse of L (triangular solves against the identity)
     if M >= BLOCKED:
-        Linv = _lower_inverse_blocked(L)
-        _lower_gram_blocked(Linv, Sigma)
+        Linv = lower_inverse_blocked(L)
+        lower_gram_blocked(Linv, Sigma)
     else:
-        Linv = _lower_inverse(L)
+        Linv = lower_inverse(L)
         Sigma[:M, :M] = np.dot(np.ascontiguousarray(Linv.T), Linv)
     # Tipping (2001) eq. 13: mu = beta Sigma Phi_a^T t, by the two triangular solves
     z = np.empty(M)

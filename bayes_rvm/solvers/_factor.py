@@ -1,0 +1,109 @@
+"""Compiled factorisations of the sequential solver's step loop (:mod:`._steps`):
+Cholesky factors and triangular inverses of ``H = A + beta Phi_a^T Phi_a``.
+
+Below :data:`BLOCKED` active columns they are scalar loops; from there LAPACK's Cholesky
+and blocked triangular products (BLAS-3).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = [
+    "BLOCKED",
+    "cholesky",
+    "cholesky_lapack",
+    "lower_gram_blocked",
+    "lower_inverse",
+    "lower_inverse_blocked",
+]
+
+_jit = numba.njit(cache=True, nogil=True)
+
+
+@_jit
+def cholesky(H, L):
+    """Lower Cholesky factor of the SPD ``H`` into ``L``; False when not positive definite."""
+    M = H.shape[0]
+    for j in range(M):
+        acc = H[j, j]
+        for k in range(j):
+            acc -= L[j, k] * L[j, k]
+        if not acc > 0.0:
+            return False
+        d = math.sqrt(acc)
+        L[j, j] = d
+        for i in range(j + 1, M):
+            acc = H[i, j]
+            for k in range(j):
+                acc -= L[i, k] * L[j, k]
+            L[i, j] = acc / d
+        for i in range(j):
+            L[i, j] = 0.0
+    return True
+
+
+# From this many active columns a factorisation takes LAPACK's Cholesky and blocked
+# triangular products (BLAS-3); below, the scalar loops are as fast, and the fits whose
+# optima docs/benchmarks.md records keep their rounding.
+BLOCKED = 128
+_BLOCK = 64  # block size of the triangular inverse and product
+
+
+@_jit
+def cholesky_lapack(H):
+    """Lower Cholesky factor of the SPD ``H`` (LAPACK); an empty array when ``H`` is not
+    positive definite."""
+    try:
+        return np.linalg.cholesky(H)
+    except Exception:  # LinAlgError: not positive definite (or not finite)
+        return np.zeros((0, 0))
+
+
+@_jit
+def lower_inverse(L):
+    """``L^-1`` of a lower-triangular ``L``, row by row."""
+    M = L.shape[0]
+    Linv = np.zeros((M, M))
+    for i in range(M):  # row i of L^-1: (e_i - L[i, :i] L^-1[:i]) / L_ii
+        Linv[i, i] = 1.0
+        for k in range(i):
+            lik = L[i, k]
+            if lik != 0.0:
+                for j in range(k + 1):
+                    Linv[i, j] -= lik * Linv[k, j]
+        inverse = 1.0 / L[i, i]
+        for j in range(i + 1):
+            Linv[i, j] *= inverse
+    return Linv
+
+
+@_jit
+def lower_inverse_blocked(L):
+    """``L^-1`` of a lower-triangular ``L`` by blocks of rows: ``X_II = L_II^-1`` and
+    ``X_I,:I = -X_II (L_I,:I X_:I,:I)``, the off-diagonal blocks by matrix products."""
+    M = L.shape[0]
+    X = np.zeros((M, M))
+    for i0 in range(0, M, _BLOCK):
+        i1 = min(i0 + _BLOCK, M)
+        X[i0:i1, i0:i1] = lower_inverse(np.ascontiguousarray(L[i0:i1, i0:i1]))
+        if i0:
+            T = np.dot(np.ascontiguousarray(L[i0:i1, :i0]), np.ascontiguousarray(X[:i0, :i0]))
+            X[i0:i1, :i0] = -np.dot(np.ascontiguousarray(X[i0:i1, i0:i1]), T)
+    return X
+
+
+@_jit
+def lower_gram_blocked(X, out):
+    """``out[:M, :M] = X^T X`` for a lower-triangular ``X``: block row ``K`` of ``X`` is
+    zero right of its diagonal block, so it adds ``X_K,:k1^T X_K,:k1`` to the leading
+    ``k1 x k1`` block only (a third of the full product's flops)."""
+    M = X.shape[0]
+    out[:M, :M] = 0.0
+    for k0 in range(0, M, _BLOCK):
+        k1 = min(k0 + _BLOCK, M)
+        rows = np.ascontiguousarray(X[k0:k1, :k1])
+        out[:k1, :k1] += np.dot(np.ascontiguousarray(rows.T), rows)
