@@ -101,7 +101,7 @@ def choose_centres(X, centres, random_state=None) -> np.ndarray | None:
     return centres
 
 
-def _weighted_sq_norms(Phi: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+def weighted_sq_norms(Phi: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
     """``diag(Phi^T W Phi)`` for ``W = diag(weights)`` (the identity when ``None``)."""
     if weights is None:
         return np.einsum("ij,ij->j", Phi, Phi)
@@ -172,7 +172,7 @@ class Basis(ABC):
         both in one pass."""
         if weights is None:
             return self.transpose_dot(V), self.sq_norms()
-        return self.transpose_dot(V), _weighted_sq_norms(self.toarray(), weights)
+        return self.transpose_dot(V), weighted_sq_norms(self.toarray(), weights)
 
     def toarray(self) -> np.ndarray:
         """The whole matrix (``n_rows x n_columns`` floats: beware of large ``n_rows``),
@@ -257,7 +257,7 @@ class DenseBasis(Basis):
         return self.Phi.T @ V
 
     def sq_norms(self) -> np.ndarray:
-        return _weighted_sq_norms(self.Phi, None)
+        return weighted_sq_norms(self.Phi, None)
 
     def toarray(self) -> np.ndarray:
         return self.Phi
@@ -456,7 +456,7 @@ class KernelBasis(Basis):
                 if product is not None:
                     product[start:stop] = K.T @ V
                 if norms is not None:
-                    norms[start:stop] = _weighted_sq_norms(K, weights)
+                    norms[start:stop] = weighted_sq_norms(K, weights)
         tail = self.n_centres
         if self.bias:
             if product is not None and V is not None:
@@ -467,7 +467,7 @@ class KernelBasis(Basis):
         if product is not None:
             product[tail:] = self._extra_values.T @ V
         if norms is not None:
-            norms[tail:] = _weighted_sq_norms(self._extra_values, weights)
+            norms[tail:] = weighted_sq_norms(self._extra_values, weights)
         return product, norms
 
     def _symmetric_pass(self, V, weights, product, norms) -> None:
@@ -491,11 +491,11 @@ class KernelBasis(Basis):
                     if j > i:
                         product[left] += K @ V[right]
                 if norms is not None:
-                    norms[right] += _weighted_sq_norms(
+                    norms[right] += weighted_sq_norms(
                         K, None if weights is None else weights[left]
                     )
                     if j > i:
-                        norms[left] += _weighted_sq_norms(
+                        norms[left] += weighted_sq_norms(
                             K.T, None if weights is None else weights[right]
                         )
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bayes_rvm import _linalg, laplace
-from bayes_rvm.basis import Basis, _weighted_sq_norms
+from bayes_rvm.basis import Basis, weighted_sq_norms
 from bayes_rvm.evidence import (
     Prior,
     column_gain,
@@ -221,7 +221,7 @@ class LaplaceStep:
         # prior variance of each latent function equal to 1 on average over the (weighted) rows
         n, n_basis = self.Phi.shape
         weights = self.link.weights
-        return initial_alpha(_weighted_sq_norms(self.Phi, weights), np.ones(n), n_basis, weights)
+        return initial_alpha(weighted_sq_norms(self.Phi, weights), np.ones(n), n_basis, weights)
 
     def state(self, active, alpha, beta, warm) -> State:
         mode = laplace.posterior_mode(self.Phi[:, active], self.link, alpha, warm)
