@@ -46,8 +46,10 @@ class Kernel(ABC):
 
     #: Whether ``k(x, y) = k(y, x)`` for all inputs. A basis centred on its own inputs is
     #: then a symmetric matrix, and a pass over it evaluates each pair of inputs once
-    #: (:class:`~bayes_rvm.basis.KernelBasis`). The kernels of this module are; a subclass
-    #: or a wrapped function is taken not to be unless it sets this to ``True``.
+    #: (:class:`~bayes_rvm.basis.KernelBasis`). The kernels of this module are. A wrapped
+    #: function or a direct subclass of :class:`Kernel` is taken not to be unless it sets
+    #: this to ``True``; a subclass of a kernel here inherits ``True``, and must set
+    #: ``False`` if its ``k(x, y)`` is not ``k(y, x)``.
     symmetric: bool = False
 
     @abstractmethod
