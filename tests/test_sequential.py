@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from scipy.linalg import cho_factor, cho_solve
 from sklearn.datasets import make_friedman1
 from sklearn.exceptions import ConvergenceWarning
 
@@ -706,6 +707,16 @@ def test_working_set_fit_is_certified_on_every_column(seed):
     from bayes_rvm.evidence import delta_add
 
     np.testing.assert_allclose(fit.readd_gain, delta_add(S[inactive], Q[inactive]), atol=1e-8)
+    # the final Newton steps: the active alphas at their joint optimum, where the gradient
+    # of eq. 36 in log alpha_i, (1 - alpha_i Sigma_ii - alpha_i mu_i^2) / 2 (eq. 16-17),
+    # vanishes (measured: 3e-10 and 5e-9 on the two seeds, 3e-5 after the re-estimates
+    # alone)
+    Phi_a = Phi[:, fit.active]
+    H = np.diag(fit.alpha) + fit.beta * Phi_a.T @ Phi_a  # eq. 12
+    Sigma = cho_solve(cho_factor(H), np.eye(H.shape[0]))
+    mu = fit.beta * Sigma @ Phi_a.T @ y  # eq. 13
+    gradient = 0.5 * (1.0 - fit.alpha * np.diag(Sigma) - fit.alpha * mu**2)
+    assert np.max(np.abs(gradient)) < 1e-7
 
 
 def test_working_set_fit_reports_max_iter():
