@@ -108,8 +108,7 @@ class RBF(Kernel):
 
     def _scaled(self, X, Y):
         X, Y = _as_inputs(X, Y)
-        root = np.sqrt(self.gamma)
-        _per_feature(root, X.shape[1])
+        root = _per_feature(np.sqrt(self.gamma), X.shape[1])
         return X * root, Y * root
 
     def __call__(self, X, Y=None) -> np.ndarray:

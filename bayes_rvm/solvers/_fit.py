@@ -33,7 +33,7 @@ SOLVERS: dict[str, tuple[Callable[..., Type2Result], int]] = {
     "mackay": (mackay.fit, 10_000),
     "em": (em.fit, 100_000),
     # a fit on a working set resumes its ascent round after round, and every step counts:
-    # Friedman #1 with every one of 20,000 inputs a centre takes 117,333
+    # Friedman #1 with every one of 20,000 inputs a centre takes over 100,000
     "sequential": (sequential.fit, 1_000_000),
 }
 

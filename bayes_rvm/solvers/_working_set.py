@@ -111,6 +111,13 @@ def _reduced_design(
     return B, np.append(z, np.sqrt(max(tt - float(z @ z), 0.0))), perm
 
 
+def _positions(columns: np.ndarray, n_columns: int) -> np.ndarray:
+    """For each of ``n_columns`` columns its position in ``columns``, ``-1`` if absent."""
+    where = np.full(n_columns, -1, dtype=np.intp)
+    where[columns] = np.arange(columns.size)
+    return where
+
+
 class WorkingSetFit:
     """The state of a working-set fit: the working set and the reduced design of the last
     round, its ascent, and the products of the active columns with every column."""
@@ -175,10 +182,9 @@ class WorkingSetFit:
             )  # fmt: skip
         else:
             active, alpha, beta = self.model()
-            where = np.full(self.usable.size, -1, dtype=np.intp)
-            where[working] = np.arange(working.size)
             self._ascent = Ascent.resume(
-                B, t_reduced, where[active], alpha, beta, prior=self.prior, tol=tol,
+                B, t_reduced, _positions(working, self.usable.size)[active], alpha, beta,
+                prior=self.prior, tol=tol,
                 max_iter=max_iter, schedule=schedule, full_t=self.t,
             )  # fmt: skip
             status = self._ascent.run()
@@ -192,8 +198,7 @@ class WorkingSetFit:
     def _working_gram(self, working: np.ndarray) -> np.ndarray:
         """``Phi~_W^T Phi~_W``: the products with the active columns from the last
         certificate's, the others evaluated."""
-        where = np.full(self.usable.size, -1, dtype=np.intp)  # column -> column of cross
-        where[self.crossed] = np.arange(self.crossed.size)
+        where = _positions(self.crossed, self.usable.size)  # column -> column of cross
         known, rest = np.flatnonzero(where[working] >= 0), np.flatnonzero(where[working] < 0)
         gram = np.empty((working.size, working.size))
         gram[:, known] = self.cross[working][:, where[working[known]]]
@@ -231,11 +236,9 @@ class WorkingSetFit:
         self.crossed = np.concatenate([self.crossed[kept], missing])
         if not active.size:
             return beta * self.unit, beta * self.phi_t
-        # the model in the order of the products' columns
-        alpha = alpha[np.searchsorted(active, self.crossed)]
-        gram = self.cross[self.crossed]
+        alpha, gram = self._crossed_model()
         # Tipping (2001) eq. 12-13 on the products of the N rows
-        L, mu = gaussian_posterior(0.5 * (gram + gram.T), self.phi_t[self.crossed], alpha, beta)
+        L, mu = gaussian_posterior(gram, self.phi_t[self.crossed], alpha, beta)
         S, Q = np.empty(self.unit.size), np.empty(self.unit.size)
         step = max(1, _CHUNK_BYTES // (8 * active.size))
         for start in range(0, S.size, step):
@@ -247,28 +250,33 @@ class WorkingSetFit:
 
     def polish(self, tol: float) -> float:
         """Joint Newton steps on the active ``alpha`` at the last round's noise, from the
-        products of the last :meth:`exact_sq` (:func:`~._newton.joint_newton`, until a
+        products of the last :meth:`exact_sq`, which must have run at the current model
+        (:func:`~._newton.joint_newton`, until a
         step gains at most ``tol``); returns their gain.
 
         The re-estimates stop once none gains more than ``polish tol``, which leaves a
         weakly determined ``alpha`` anywhere in a valley that flat: two fits whose sums
         round differently (rows in chunks, another order) ended with ``mu`` 2.5e-4 apart.
         The Newton steps take the ``alpha`` to the valley's floor together."""
-        active, alpha, beta = self.model()
-        if not active.size:
+        beta = self.model()[2]
+        if not self.crossed.size:
             return 0.0
-        where = np.full(self.usable.size, -1, dtype=np.intp)  # column -> column of cross
-        where[self.crossed] = np.arange(self.crossed.size)
-        if np.any(where[active] < 0):
-            raise RuntimeError("polish needs the products of every active column")
-        G = beta * self.cross[active][:, where[active]]  # beta Phi~_a^T Phi~_a
+        alpha, gram = self._crossed_model()
         alpha, gain = joint_newton(
-            0.5 * (G + G.T), beta * self.phi_t[active], alpha, np.arange(active.size), tol,
+            beta * gram, beta * self.phi_t[self.crossed], alpha, np.arange(alpha.size), tol,
             self.schedule.newton,
         )  # fmt: skip
-        self._polished = (active, alpha, beta)
+        order = np.argsort(self.crossed, kind="stable")
+        self._polished = (self.crossed[order], alpha[order], beta)
         self.path.append(np.array([self.path[-1][-1] + gain]))
         return gain
+
+    def _crossed_model(self) -> tuple[np.ndarray, np.ndarray]:
+        """The active ``alpha`` and ``Phi~_a^T Phi~_a`` in the order of the products'
+        columns (``crossed``: the active columns once :meth:`exact_sq` has run)."""
+        active, alpha, _ = self.model()
+        gram = self.cross[self.crossed]
+        return alpha[np.searchsorted(active, self.crossed)], 0.5 * (gram + gram.T)
 
     def next_set(self, S: np.ndarray, Q: np.ndarray, tol: float) -> tuple[np.ndarray, int, float]:
         """The next working set: the active columns and the ``working_set`` inactive ones
