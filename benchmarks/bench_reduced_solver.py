@@ -10,8 +10,9 @@ turn, so that the variants of one seed are measured in the same process, one aft
 other. It prints, per seed and variant, the time of the ascents, their steps, the kept
 functions and the log evidence (Tipping 2001, eq. 36).
 
-Usage (from the repository root; a variant is ``default`` or comma-separated
-``field=value`` overrides of ``Schedule``)::
+Usage (from the repository root; a variant is ``default``, comma-separated
+``field=value`` overrides of ``Schedule``, or ``no-bound``: the default schedule with
+its starting noise not raised to the least-squares bound of ``ascend_dense``)::
 
     PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python \\
         benchmarks/bench_reduced_solver.py --n 20000 --centres 2000 --seeds 1 2 \\
@@ -38,9 +39,10 @@ from bayes_rvm.solvers._compiled import Schedule, ascend_dense  # noqa: E402
 
 
 def schedule_of(variant: str) -> Schedule:
-    """``default``, or ``field=value,...`` overrides of the default :class:`Schedule`."""
+    """``default`` (or ``no-bound``), or ``field=value,...`` overrides of the default
+    :class:`Schedule`."""
     schedule = Schedule()
-    if variant == "default":
+    if variant in ("default", "no-bound"):
         return schedule
     for item in variant.split(","):
         field, _, value = item.partition("=")
@@ -50,7 +52,8 @@ def schedule_of(variant: str) -> Schedule:
 
 
 def reduced_design(n: int, centres: int, seed: int):
-    """``B = Phi~^T`` of the reduced design (normalised columns), its target and ``t``."""
+    """``B = Phi~^T`` of the reduced design (normalised columns), its target, ``t`` and
+    the least-squares residual ``r^2`` (the last entry of the target, squared)."""
     data = make_friedman1(n, random_state=seed)
     X = data.X
     chosen = choose_centres(X, centres, seed)
@@ -58,7 +61,7 @@ def reduced_design(n: int, centres: int, seed: int):
     factor = basis.reduce(data.y)
     Phi = factor[:, :-1]
     scales = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
-    return np.ascontiguousarray((Phi / scales).T), factor[:, -1], data.y
+    return np.ascontiguousarray((Phi / scales).T), factor[:, -1], data.y, factor[-1, -1] ** 2
 
 
 def main(argv=None) -> None:
@@ -70,12 +73,12 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     print(f"N {args.n}  centres {args.centres}  load {os.getloadavg()[0]:.2f}")
     for seed in args.seeds:
-        B, t, y = reduced_design(args.n, args.centres, seed)
+        B, t, y, least_squares_rss = reduced_design(args.n, args.centres, seed)
         for variant in args.variants:
             start = time.perf_counter()
             ascent, status = ascend_dense(
                 B, t, prior=Prior(), max_iter=10**7, tol=1e-6, schedule=schedule_of(variant),
-                full_t=y,
+                full_t=y, least_squares_rss=0.0 if variant == "no-bound" else least_squares_rss,
             )  # fmt: skip
             seconds = time.perf_counter() - start
             print(

@@ -15,7 +15,8 @@ from bayes_rvm import basis as basis_module
 from bayes_rvm.basis import DenseBasis, KernelBasis, RowWeightedBasis, ScaledBasis
 from bayes_rvm.kernels import RBF
 from bayes_rvm.posterior import fit_gaussian
-from bayes_rvm.solvers import sequential
+from bayes_rvm.solvers import _compiled, sequential
+from bayes_rvm.solvers._ascent import Stopping
 from bayes_rvm.solvers._base import Prior
 
 # relative rounding of products of O(n) terms after one Householder QR of ~1000 rows
@@ -115,6 +116,23 @@ def _fit(basis, t, *, reduce: bool, noise_var=None):
     )  # fmt: skip
 
 
+def _least_squares_rss(Phi: np.ndarray, t: np.ndarray) -> float:
+    residual = t - Phi @ np.linalg.lstsq(Phi, t, rcond=None)[0]
+    return float(residual @ residual)
+
+
+def _direct(basis, t, noise_var=None):
+    """The fit of ``basis`` without the reduction, by the algorithm the reduced fit runs:
+    with the noise learned, the compiled ascent started at the least-squares bound that
+    the reduced design carries (:func:`bayes_rvm.solvers._compiled.ascend_dense`)."""
+    if noise_var is not None:
+        return _fit(basis, t, reduce=False, noise_var=noise_var)
+    return sequential._fit_compiled(
+        basis, t, Prior(), Stopping(10_000, 1e-6, False), sequential.Schedule(), t,
+        _least_squares_rss(basis.toarray(), t),
+    )  # fmt: skip
+
+
 def _assert_same_fit(reduced, direct):
     np.testing.assert_array_equal(reduced.active, direct.active)
     assert reduced.log_evidence == pytest.approx(direct.log_evidence, rel=EVIDENCE)
@@ -130,7 +148,7 @@ def test_reduced_fit_is_the_direct_fit(noise_var, monkeypatch):
     calls = []
     reduce = DenseBasis.reduce
     monkeypatch.setattr(DenseBasis, "reduce", lambda *a: calls.append(1) or reduce(*a))
-    direct = _fit(basis, t, reduce=False, noise_var=noise_var)
+    direct = _direct(basis, t, noise_var)
     assert not calls
     reduced = _fit(basis, t, reduce=True, noise_var=noise_var)
     assert calls, "the fit did not run on the reduced design"
@@ -142,12 +160,44 @@ def test_reduced_fit_is_the_direct_fit(noise_var, monkeypatch):
     assert reduced.log_evidence == pytest.approx(expected, rel=1e-10)
 
 
+def test_reduced_fit_starts_at_the_least_squares_bound(monkeypatch):
+    """Every fixed point of eq. 46 has a noise variance of at least ``r^2 / N``, the
+    least-squares residual of the whole basis per row, which the reduced design carries
+    as its last entry. With many more rows than columns that bound is close to the
+    optimum: the reduced fit starts there, runs one ascent (a second from the same start
+    would repeat it), and reaches the direct fit, which starts lower and runs two."""
+    Phi, t = _sparse_problem(8, n=4000, m=40, noise=3.0)
+    starts = []
+    init = _compiled.Ascent.__init__
+
+    def recording(self, B, target, beta, **options):
+        starts.append(1.0 / beta)
+        init(self, B, target, beta, **options)
+
+    monkeypatch.setattr(_compiled.Ascent, "__init__", recording)
+    bound = _least_squares_rss(Phi, t) / t.size
+    reduced = _fit(DenseBasis(Phi), t, reduce=True)
+    assert starts == [pytest.approx(bound, rel=1e-10)]
+    direct = _fit(DenseBasis(Phi), t, reduce=False)
+    assert len(starts) == 3 and starts[1] < 0.1 * bound
+    assert 1.0 / reduced.beta >= bound
+    # the same optimum, each fit to its own tolerance: both certified (no action gains
+    # more than tol, no re-estimate more than polish tol), so their log evidence agrees
+    # to about M polish tol, and their predictions to sqrt(2 gain / beta) each
+    np.testing.assert_array_equal(reduced.active, direct.active)
+    gain = reduced.active.size * sequential.Schedule().polish * 1e-6
+    assert reduced.log_evidence == pytest.approx(direct.log_evidence, abs=gain)
+    assert reduced.beta == pytest.approx(direct.beta, rel=1e-6)
+    predictions = [Phi[:, fit.active] @ fit.mu for fit in (reduced, direct)]
+    np.testing.assert_allclose(*predictions, rtol=0, atol=2 * np.sqrt(2 * gain / reduced.beta))
+
+
 def test_reduced_weighted_fit_is_the_direct_fit():
     Phi, t = _sparse_problem(5)
     weights = np.random.default_rng(6).uniform(0.2, 3.0, t.size)
     basis = RowWeightedBasis(DenseBasis(Phi), weights)
     target = np.sqrt(weights) * t
-    _assert_same_fit(_fit(basis, target, reduce=True), _fit(basis, target, reduce=False))
+    _assert_same_fit(_fit(basis, target, reduce=True), _direct(basis, target))
 
 
 def test_reduction_is_taken_only_when_it_pays():

@@ -10,7 +10,9 @@ or delete gains more than ``tol``, and the noise update gains at most ``tol``).
 Two ascents run: one from :attr:`Schedule.start_noise` ``var(t)``, and one from
 :attr:`Schedule.second_start` times the noise variance the first one found (from below
 its optimum, where a high-noise optimum of the first cannot trap it); the one with the
-higher log evidence is returned.
+higher log evidence is returned. Neither starts below a lower bound of every noise
+optimum when one is known (the least-squares residual of a reduced design), and the
+second is not run when that bound makes its start the first one's.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import enum
 
 import numpy as np
 
+from bayes_rvm.evidence import noise_variance_cd
 from bayes_rvm.solvers import _slots
 from bayes_rvm.solvers._base import Prior, initial_noise_var, noise_var_floor
 from bayes_rvm.solvers._newton import NewtonSettings, joint_newton
@@ -365,21 +368,36 @@ def ascend_dense(
     tol: float,
     schedule: Schedule,
     full_t: np.ndarray | None = None,
+    least_squares_rss: float = 0.0,
 ) -> tuple[Ascent, Status]:
     """The better of the two ascents of the schedule, the noise learned (``full_t``: see
-    :class:`Ascent`; the starting noise is taken from it too)."""
+    :class:`Ascent`; the starting noise is taken from it too).
+
+    ``least_squares_rss`` is a lower bound on ``||t - Phi w||^2`` over every ``w`` (for a
+    reduced design ``[R; 0]`` with target ``[z; r]``: ``r^2``, the least-squares
+    residual). Every fixed point of eq. 46 has a noise variance of at least ``(that + 2d)
+    / (N + 2c)`` (its ``rss`` is no smaller and ``sum gamma >= 0``), so neither ascent
+    starts below it: with many more rows than columns the bound is close to the optimum,
+    and a start far below it would make the first ``alpha`` sub-problem add nearly every
+    column. When the bound sets both starts, the second ascent would repeat the first
+    and is not run.
+    """
     options = {
         "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
     }  # fmt: skip
     full_t = t if full_t is None else full_t
-    beta = 1.0 / initial_noise_var(full_t, schedule.start_noise)
-    first = Ascent(B, t, beta, learn_noise=True, **options)
+    # Tipping (2001) eq. 46 with rss at its least and sum gamma = 0: below every optimum
+    bound = noise_variance_cd(least_squares_rss, 0.0, full_t.size, prior.c, prior.d)
+    start = max(initial_noise_var(full_t, schedule.start_noise), bound)
+    first = Ascent(B, t, 1.0 / start, learn_noise=True, **options)
     status = first.run()
     if status != Status.CONVERGED:
         return first, status
     floor = noise_var_floor(full_t)
-    beta = 1.0 / max(schedule.second_start / first.beta, floor)
-    second = Ascent(B, t, beta, learn_noise=True, **options)
+    second_start = max(schedule.second_start / first.beta, floor, bound)
+    if second_start == start:
+        return first, status
+    second = Ascent(B, t, 1.0 / second_start, learn_noise=True, **options)
     second_status = second.run()
     if second_status == Status.CONVERGED and second.log_evidence > first.log_evidence:
         return second, second_status

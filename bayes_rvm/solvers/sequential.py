@@ -157,15 +157,17 @@ def fit(
     n_bytes = 8 * basis.n_rows * basis.n_columns
     data_t = t  # the target of the N rows: N, the starting noise and its floor come from it
     reduced = link is None and _reduction_pays(basis, schedule)
+    least_squares_rss = 0.0  # a lower bound on ||t - Phi w||^2
     if reduced:
         # the Gaussian evidence, posterior and noise update see the data only through
         # Phi^T Phi, Phi^T t, t^T t and N: fit on [R; 0], [z; r] of equal products
         factor = basis.reduce(t)
         basis, t = DenseBasis(factor[:, :-1]), factor[:, -1]
+        least_squares_rss = float(t[-1] ** 2)  # r^2, the residual of the whole basis
     # The compiled loop learns the noise by continuation from below; with the noise held
     # fixed the joint Newton steps of the large path reach better optima (docs/benchmarks.md).
     if link is None and noise_var is None and (reduced or n_bytes <= schedule.dense_bytes):
-        result = _fit_compiled(basis, t, prior, stop, schedule, data_t)
+        result = _fit_compiled(basis, t, prior, stop, schedule, data_t, least_squares_rss)
         if result is not None:
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
@@ -350,11 +352,13 @@ def _fit_compiled(
     stop: Stopping,
     schedule: Schedule,
     data_t: np.ndarray,
+    least_squares_rss: float = 0.0,
 ) -> Type2Result | None:
     """Gaussian likelihood, noise learned, basis in memory: the compiled ascent
     (:mod:`._compiled`); ``None`` when its posterior precision lost positive definiteness.
     ``data_t`` is ``t``, or the target of the rows that the reduced design ``basis`` and
-    target ``t`` stand for."""
+    target ``t`` stand for; ``least_squares_rss`` a lower bound on the residual sum of
+    squares of every weight vector (:func:`~._compiled.ascend_dense`)."""
     Phi = basis.toarray()
     sq_norms = np.einsum("ij,ij->j", Phi, Phi)
     usable = sq_norms > 0
@@ -363,8 +367,9 @@ def _fit_compiled(
     scales = np.where(usable, np.sqrt(sq_norms), 1.0)
     B = np.ascontiguousarray((Phi / scales).T)
     ascent, status = ascend_dense(
-        B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule, full_t=data_t
-    )
+        B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule,
+        full_t=data_t, least_squares_rss=least_squares_rss,
+    )  # fmt: skip
     if status == Status.NOT_PD:
         return None
     index, alpha = ascent.model()
