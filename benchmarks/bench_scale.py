@@ -118,7 +118,10 @@ def _fit(model, X, y, counter: _Counter) -> float:
     start = time.perf_counter()
     model.fit(X, y)
     seconds = time.perf_counter() - start
-    print(f"fit {seconds:.1f} s  {counter.report()}  relevance {len(model.relevance_vectors_)}")
+    print(
+        f"fit {seconds:.1f} s  {counter.report()}  relevance {len(model.relevance_vectors_)}  "
+        f"log evidence {np.round(model.log_evidence_, 3)}"
+    )
     return seconds
 
 
