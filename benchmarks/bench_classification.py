@@ -19,11 +19,12 @@ Usage (from the repository root)::
 The RVC rows use the default solver (sequential, Tipping & Faul 2003) unless the row
 names another. ``--usps-n`` fits USPS on the first ``n`` training images (the test set
 is always the full 2007). ``--usps-jobs`` fits the ten one-vs-rest classifiers in that
-many processes (``RVC(n_jobs=...)``; their CPU seconds are then not in the ``cpu``
-column, which counts this process only). ``--multinomial`` adds the softmax RVC, whose only solvers
-are the full-basis MacKay and EM: its Laplace step factors the ``NK x NK`` Hessian of the
-whole basis (``K = 10``), so it is feasible only for small ``n`` (the script refuses
-``n > 1500``; at ``n = 7291`` the Hessian alone would take 42 GB).
+many processes (``RVC(n_jobs=...)``; their CPU seconds and memory are then not in the
+``cpu`` column and the peak RSS, which count this process only). ``--multinomial``
+adds the softmax RVC, whose only solvers are the full-basis MacKay and EM: its Laplace
+step factors the ``NK x NK`` Hessian of the whole basis (``K = 10``), so it is feasible
+only for small ``n`` (the script refuses ``n > 1500``; at ``n = 7291`` the Hessian alone
+would take 42 GB).
 """
 
 from __future__ import annotations

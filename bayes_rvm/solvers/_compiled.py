@@ -378,9 +378,9 @@ def ascend_dense(
     residual). Every fixed point of eq. 46 has a noise variance of at least ``(that + 2d)
     / (N + 2c)`` (its ``rss`` is no smaller and ``sum gamma >= 0``), so neither ascent
     starts below it: with many more rows than columns the bound is close to the optimum,
-    and a start far below it would make the first ``alpha`` sub-problem add nearly every
-    column. When the bound sets both starts, the second ascent would repeat the first
-    and is not run.
+    and a start far below it costs steps (the first ``alpha`` sub-problem takes the
+    columns of a noise level the fit then leaves). A second ascent from the first one's
+    start would repeat it and is not run.
     """
     options = {
         "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
