@@ -17,6 +17,13 @@ its starting noise not raised to the least-squares bound of ``ascend_dense``)::
     PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python \\
         benchmarks/bench_reduced_solver.py --n 20000 --centres 2000 --seeds 1 2 \\
         --variants default newton_min=1000000 newton_min=1000000,defer=0
+
+``--factor FILE`` runs the variants on a factor saved by ``benchmarks/bench_scale.py
+--case dask-reduce --save-factor FILE`` instead (the Dask fit's reduced design, whose
+reduction alone takes the cluster many minutes), and ``--max-steps`` stops each ascent
+after that many steps, to measure how far it gets::
+
+    python benchmarks/bench_reduced_solver.py --factor factor.npz --max-steps 5000
 """
 
 from __future__ import annotations
@@ -58,10 +65,14 @@ def reduced_design(n: int, centres: int, seed: int):
     X = data.X
     chosen = choose_centres(X, centres, seed)
     basis = KernelBasis(X, RBF(1.0 / (X.shape[1] * X.var())), centres=chosen)
-    factor = basis.reduce(data.y)
+    return design_of(basis.reduce(data.y), data.y)
+
+
+def design_of(factor: np.ndarray, y: np.ndarray):
+    """:func:`reduced_design` of the factor of ``[Phi | y]``."""
     Phi = factor[:, :-1]
     scales = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
-    return np.ascontiguousarray((Phi / scales).T), factor[:, -1], data.y, factor[-1, -1] ** 2
+    return np.ascontiguousarray((Phi / scales).T), factor[:, -1], y, factor[-1, -1] ** 2
 
 
 def main(argv=None) -> None:
@@ -70,14 +81,26 @@ def main(argv=None) -> None:
     parser.add_argument("--centres", type=int, default=2000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--variants", nargs="+", default=["default"])
+    parser.add_argument("--factor", help="a saved factor (bench_scale.py --save-factor)")
+    parser.add_argument("--max-steps", type=int, default=10**7)
     args = parser.parse_args(argv)
-    print(f"N {args.n}  centres {args.centres}  load {os.getloadavg()[0]:.2f}")
-    for seed in args.seeds:
-        B, t, y, least_squares_rss = reduced_design(args.n, args.centres, seed)
+    if args.factor:
+        with np.load(args.factor) as saved:
+            factor, y = saved["factor"], saved["y"]
+        print(f"{args.factor}  N {y.size}  columns {factor.shape[1] - 1}", end="  ")
+        designs = iter([("saved", design_of(factor, y))])
+        del factor
+    else:
+        print(f"N {args.n}  centres {args.centres}", end="  ")
+        # one seed's design at a time: each takes (centres + 1)^2 doubles
+        designs = ((seed, reduced_design(args.n, args.centres, seed)) for seed in args.seeds)
+    print(f"load {os.getloadavg()[0]:.2f}")
+    for seed, (B, t, y, least_squares_rss) in designs:
         for variant in args.variants:
             start = time.perf_counter()
             ascent, status = ascend_dense(
-                B, t, prior=Prior(), max_iter=10**7, tol=1e-6, schedule=schedule_of(variant),
+                B, t, prior=Prior(), max_iter=args.max_steps, tol=1e-6,
+                schedule=schedule_of(variant),
                 full_t=y, least_squares_rss=0.0 if variant == "no-bound" else least_squares_rss,
             )  # fmt: skip
             seconds = time.perf_counter() - start

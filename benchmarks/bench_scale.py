@@ -18,6 +18,12 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
   gathered to the client, then their products with every column, ``Phi^T V``), to
   measure the cost of one pass where a whole fit would take too long; a fit costs about
   its number of passes times this (``docs/guide/scale.md``).
+- ``dask-reduce``: the same cluster, data and centres (``gamma = "scale"`` as ``RVR``
+  takes it), and only the cluster's part of a Gaussian fit: the reduction of ``[Phi |
+  t]`` to its triangular factor (``DaskKernelBasis.reduce``) of the target scaled to unit
+  root mean square, as the fit scales it. With ``--save-factor FILE`` it writes the
+  factor and the scaled target to ``FILE`` (``.npz``), on which
+  ``benchmarks/bench_reduced_solver.py --factor FILE`` runs the client's solver alone.
 
 Besides the wall-clock time of ``fit`` it counts the passes over the basis the solver
 asked for (``Phi^T V`` with or without the column norms) and the column fetches, and
@@ -34,6 +40,8 @@ Usage (from the repository root)::
     ... --case subset --n 200000 --centres 2000
     ... --case dask --n 1000000 --centres 5000 --workers 2 --chunk-rows 50000
     ... --case dask-pass --n 1000000 --centres 5000 --workers 2 --chunk-rows 50000 --passes 1
+    ... --case dask-reduce --n 1000000 --centres 5000 --workers 2 --chunk-rows 50000 \\
+        --save-factor factor.npz
 """
 
 from __future__ import annotations
@@ -212,10 +220,36 @@ def run_dask_pass(args, counter):
             )
 
 
+def run_dask_reduce(args, counter):
+    from bayes_rvm.dask import DaskKernelBasis
+    from bayes_rvm.kernels import RBF
+
+    with _dask_friedman(args) as (client, X, y):
+        target = y.compute()
+        target = target / np.sqrt(np.mean(target**2))  # the fit's scaling of the target
+        centres = choose_centres(X, args.centres, args.seed)
+        gamma = 1.0 / (X.shape[1] * float(X.var().compute()))  # gamma="scale"
+        basis = DaskKernelBasis(X, RBF(gamma), centres=centres)
+        worker_cpu = sum(client.run(_cpu_seconds).values())
+        start = time.perf_counter()
+        factor = basis.reduce(target)
+        seconds = time.perf_counter() - start
+        worker_cpu = sum(client.run(_cpu_seconds).values()) - worker_cpu
+        print(
+            f"reduction to the {factor.shape[0]} x {factor.shape[1]} factor {seconds:.1f} s "
+            f"(workers' CPU {worker_cpu:.1f} s)"
+        )
+    if args.save_factor:
+        np.savez(args.save_factor, factor=factor, y=target)
+        print(f"factor and scaled target saved to {args.save_factor}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--case", choices=["rvr", "rvc", "subset", "dask", "dask-pass"], required=True
+        "--case",
+        choices=["rvr", "rvc", "subset", "dask", "dask-pass", "dask-reduce"],
+        required=True,
     )
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--centres", type=int, default=2000)
@@ -223,11 +257,12 @@ def main(argv=None):
     parser.add_argument("--chunk-rows", type=int, default=50_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--passes", type=int, default=3, help="dask-pass: passes timed")
+    parser.add_argument("--save-factor", help="dask-reduce: write the factor to this .npz")
     args = parser.parse_args(argv)
     print(f"case {args.case}  n {args.n}  load {os.getloadavg()[0]:.2f}")
     counter = _Counter(KernelBasis)
     cases = {"rvr": run_rvr, "subset": run_rvr, "rvc": run_rvc, "dask": run_dask}
-    cases["dask-pass"] = run_dask_pass
+    cases["dask-pass"], cases["dask-reduce"] = run_dask_pass, run_dask_reduce
     cases[args.case](args, counter)
     print(f"client peak RSS {_peak_rss_mb():.0f} MB")
 
