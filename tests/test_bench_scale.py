@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("distributed")
-cloudpickle = pytest.importorskip("cloudpickle")
-
 from bayes_rvm import RVR
 from bayes_rvm.basis import KernelBasis, choose_centres
 from bayes_rvm.evidence import Prior
 from bayes_rvm.kernels import RBF
 from bayes_rvm.solvers._compiled import Schedule, ascend_dense
+
+pytest.importorskip("distributed")
+cloudpickle = pytest.importorskip("cloudpickle")
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
