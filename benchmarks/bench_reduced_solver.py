@@ -88,7 +88,7 @@ def main(argv=None) -> None:
         with np.load(args.factor) as saved:
             factor, y = saved["factor"], saved["y"]
         print(f"{args.factor}  N {y.size}  columns {factor.shape[1] - 1}", end="  ")
-        designs = iter([("saved", design_of(factor, y))])
+        designs = [("saved", design_of(factor, y))]
         del factor
     else:
         print(f"N {args.n}  centres {args.centres}", end="  ")

@@ -18,10 +18,10 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
   gathered to the client, then their products with every column, ``Phi^T V``), to
   measure the cost of one pass where a whole fit would take too long; a fit costs about
   its number of passes times this (``docs/guide/scale.md``).
-- ``dask-reduce``: the same cluster, data and centres (``gamma = "scale"`` as ``RVR``
-  takes it), and only the cluster's part of a Gaussian fit: the reduction of ``[Phi |
-  t]`` to its triangular factor (``DaskKernelBasis.reduce``) of the target scaled to unit
-  root mean square, as the fit scales it. With ``--save-factor FILE`` it writes the
+- ``dask-reduce``: the same cluster, data and basis as ``dask`` (the one ``RVR`` builds),
+  and only the cluster's part of its fit: the reduction of ``[Phi | t]`` to its
+  triangular factor (``DaskKernelBasis.reduce``), the target scaled to unit root mean
+  square as the fit scales it. With ``--save-factor FILE`` it writes the
   factor and the scaled target to ``FILE`` (``.npz``), on which
   ``benchmarks/bench_reduced_solver.py --factor FILE`` runs the client's solver alone.
 
@@ -221,15 +221,13 @@ def run_dask_pass(args, counter):
 
 
 def run_dask_reduce(args, counter):
-    from bayes_rvm.dask import DaskKernelBasis
-    from bayes_rvm.kernels import RBF
+    from bayes_rvm.solvers._fit import _robust_norm
 
     with _dask_friedman(args) as (client, X, y):
         target = y.compute()
-        target = target / np.sqrt(np.mean(target**2))  # the fit's scaling of the target
-        centres = choose_centres(X, args.centres, args.seed)
-        gamma = 1.0 / (X.shape[1] * float(X.var().compute()))  # gamma="scale"
-        basis = DaskKernelBasis(X, RBF(gamma), centres=centres)
+        target = target / _robust_norm(target)  # the units the fit solves in
+        # the basis the fit of --case dask builds: its gamma="scale" and k-means++ centres
+        basis = RVR(centres=args.centres, random_state=args.seed)._build_basis(X)
         worker_cpu = sum(client.run(_cpu_seconds).values())
         start = time.perf_counter()
         factor = basis.reduce(target)
