@@ -34,6 +34,7 @@ __all__ = [
     "DenseBasis",
     "ExtraColumns",
     "FittedBasis",
+    "HeldKernelBasis",
     "KernelBasis",
     "PrecomputedBasis",
     "as_basis",
@@ -174,6 +175,12 @@ class Basis(ABC):
             return self.transpose_dot(V), self.sq_norms()
         return self.transpose_dot(V), weighted_sq_norms(self.toarray(), weights)
 
+    def scaled_array(self, scales: np.ndarray) -> np.ndarray | None:
+        """``Phi / scales`` (each column divided by its scale) from a matrix held in
+        memory; ``None`` when the basis evaluates its columns (then the caller fills the
+        array in blocks of columns)."""
+        return None
+
     def toarray(self) -> np.ndarray:
         """The whole matrix (``n_rows x n_columns`` floats: beware of large ``n_rows``),
         filled in blocks of at most :data:`BLOCK_BYTES` columns (no second full copy)."""
@@ -261,6 +268,9 @@ class DenseBasis(Basis):
 
     def toarray(self) -> np.ndarray:
         return self.Phi
+
+    def scaled_array(self, scales: np.ndarray) -> np.ndarray:
+        return self.Phi / scales
 
 
 class ExtraColumns:
@@ -539,6 +549,42 @@ class KernelBasis(Basis):
         return self._pass(None, True)[1]
 
 
+class HeldKernelBasis(KernelBasis):
+    """A :class:`KernelBasis` whose squared column norms and matrix of scaled columns
+    ``Phi / scales`` are computed once and held, for several fits that each need them
+    (the binary classifiers of a one-vs-rest :class:`~bayes_rvm.RVC`: every fit works
+    on the columns divided by their norms, and the classification path holds that
+    matrix). The values are those the lazy basis gives (its own pass for the norms, its
+    columns divided in blocks); columns, products and :meth:`toarray` are still
+    evaluated lazily. :meth:`restrict` returns a :class:`FittedBasis` that holds only
+    the kept centres.
+
+    Parameters
+    ----------
+    basis : KernelBasis
+    sq_norms : ndarray of shape (n_columns,)
+        ``basis.sq_norms()``.
+    scales : ndarray of shape (n_columns,)
+        The column scales the fits will divide by
+        (:func:`bayes_rvm.solvers._fit.column_scales` of the basis).
+    """
+
+    def __init__(self, basis: KernelBasis, sq_norms: np.ndarray, scales: np.ndarray):
+        vars(self).update(vars(basis))
+        self._norms = np.array(sq_norms, dtype=np.float64)
+        self._scales = np.array(scales, dtype=np.float64)
+        self._scaled = Basis.toarray(ScaledBasis(basis, self._scales))
+        for values in (self._norms, self._scales, self._scaled):
+            values.flags.writeable = False
+
+    def sq_norms(self) -> np.ndarray:
+        return self._norms
+
+    def scaled_array(self, scales: np.ndarray) -> np.ndarray | None:
+        """The held matrix (read-only) for the scales it was made with, else ``None``."""
+        return self._scaled if np.array_equal(scales, self._scales) else None
+
+
 def _kernel_values(kernel, X: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """``k(X, centres)``, checked: the one place every kernel column is evaluated."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -728,6 +774,10 @@ class ScaledBasis(Basis):
     def transpose_dot(self, V: np.ndarray) -> np.ndarray:
         products = self.basis.transpose_dot(V)
         return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
+
+    def toarray(self) -> np.ndarray:
+        held = self.basis.scaled_array(self.scales)
+        return super().toarray() if held is None else held
 
     def sq_norms(self) -> np.ndarray:
         if self._sq_norms is not None:

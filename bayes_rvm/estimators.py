@@ -40,13 +40,22 @@ from bayes_rvm.augmented import augmented_predictive, default_alpha_star
 from bayes_rvm.basis import (
     BLOCK_BYTES,
     ExtraColumns,
+    HeldKernelBasis,
     KernelBasis,
     PrecomputedBasis,
     choose_centres,
 )
 from bayes_rvm.kernels import Kernel, check_gamma, check_kernel, get_kernel
 from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
-from bayes_rvm.solvers import SOLVER_CHOICES, default_solver, fit_type2, fit_type2_scales
+from bayes_rvm.solvers import (
+    SOLVER_CHOICES,
+    Prior,
+    default_solver,
+    fit_type2,
+    fit_type2_scales,
+)
+from bayes_rvm.solvers._fit import column_scales
+from bayes_rvm.solvers.sequential import LargeSchedule
 
 __all__ = ["RVC", "RVR"]
 
@@ -261,11 +270,17 @@ class _BaseRVM(BaseEstimator):
         )
 
     def _fit_type2(
-        self, X: np.ndarray, y: np.ndarray, likelihood: str, sample_weight=None
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        likelihood: str,
+        sample_weight=None,
+        basis: KernelBasis | None = None,
     ) -> None:
         """The solver's fit, with the input scales learned when ``optimize_scales``; stores
-        the fitted attributes."""
-        basis = self._build_basis(X)
+        the fitted attributes. ``basis``: the basis :meth:`_build_basis` would build,
+        already built (shared by the classifiers of one-vs-rest)."""
+        basis = self._build_basis(X) if basis is None else basis
         options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
             options.update(c=self.c, d=self.d, noise_var=self.noise_var)
@@ -849,7 +864,7 @@ or callable, default="rbf"
         "n_jobs": none_or(_check_n_jobs),
     }
 
-    def _fit(self, X, y, sample_weight=None) -> None:
+    def _fit(self, X, y, sample_weight=None, basis: KernelBasis | None = None) -> None:
         validate_parameters(self)
         if y is not None:  # None: validate_data says that y is required
             check_no_missing_labels(y)
@@ -879,7 +894,7 @@ or callable, default="rbf"
             self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
             return
         likelihood = "bernoulli" if n_classes == 2 else "categorical"
-        self._fit_type2(X, codes, likelihood, sample_weight)
+        self._fit_type2(X, codes, likelihood, sample_weight, basis)
         self.n_relevance_ = int(self.relevance_indices_.size)
 
     def _sample_weight(self, codes: np.ndarray, sample_weight: np.ndarray | None):
@@ -925,10 +940,29 @@ or callable, default="rbf"
     ) -> list[RVC]:
         """One binary classifier per class against the rest, on the given candidate
         centres, in parallel with ``n_jobs``; with ``verbose``, each is reported as it
-        finishes (from this process, also when the fits run in workers)."""
+        finishes (from this process, also when the fits run in workers).
+
+        When each fit would hold the whole matrix of its scaled columns (the sequential
+        solver's classification path holds up to ``LargeSchedule.mode_dense_bytes`` of
+        it), that matrix and the column norms are computed once here and shared
+        (:class:`~bayes_rvm.basis.HeldKernelBasis`; with ``n_jobs``, joblib passes the
+        matrix to the workers as a memory map)."""
         K = self.classes_.size
+        template = self._binary(centres)
+        basis = template._build_basis(X)
+        n_bytes = 8 * basis.n_rows * basis.n_columns
+        if (
+            type(basis) is KernelBasis
+            and not self.optimize_scales
+            and n_bytes <= LargeSchedule().mode_dense_bytes
+        ):
+            sq_norms = basis.sq_norms()
+            scales = column_scales(basis, sq_norms, Prior(self.a, self.b))
+            basis = HeldKernelBasis(basis, sq_norms, scales)
         jobs = (
-            delayed(self._fit_binary)(X, (codes == k).astype(np.int64), centres, sample_weight)
+            delayed(self._fit_binary)(
+                X, (codes == k).astype(np.int64), template, basis, sample_weight
+            )
             for k in range(K)
         )
         progress = None
@@ -952,17 +986,23 @@ or callable, default="rbf"
                 progress.close()
         return estimators
 
-    def _fit_binary(
-        self, X: np.ndarray, targets: np.ndarray, centres, sample_weight
-    ) -> tuple[RVC, float]:
-        """One classifier of one-vs-rest (``targets`` 0 / 1) and its time in seconds. The
-        class weights are already in ``sample_weight``; its solver prints its progress
-        from ``verbose=2`` on."""
-        start = time.perf_counter()
-        binary = clone(self).set_params(
+    def _binary(self, centres) -> RVC:
+        """An unfitted classifier of one-vs-rest on the given candidate centres: the class
+        weights are in its sample weights, and its solver prints its progress from
+        ``verbose=2`` on."""
+        return clone(self).set_params(
             n_jobs=None, centres=centres, class_weight=None, verbose=max(int(self.verbose) - 1, 0)
         )
-        binary.fit(X, targets, sample_weight=sample_weight)
+
+    @staticmethod
+    def _fit_binary(
+        X: np.ndarray, targets: np.ndarray, template: RVC, basis: KernelBasis, sample_weight
+    ) -> tuple[RVC, float]:
+        """A copy of ``template`` fitted to ``targets`` (0 / 1) on ``basis`` (the one its
+        ``_build_basis(X)`` builds), and its time in seconds."""
+        start = time.perf_counter()
+        binary = clone(template)
+        binary._fit(X, targets, sample_weight=sample_weight, basis=basis)
         return binary, time.perf_counter() - start
 
     def decision_function(self, X):

@@ -10,6 +10,10 @@ import pytest
 
 from bayes_rvm import RVC
 from bayes_rvm._progress import ProgressLine
+from bayes_rvm.basis import HeldKernelBasis, KernelBasis, ScaledBasis
+from bayes_rvm.kernels import RBF
+from bayes_rvm.solvers import Prior
+from bayes_rvm.solvers._fit import column_scales
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +104,58 @@ def test_invalid_n_jobs_is_named(three_classes, n_jobs, error):
     X, y = three_classes
     with pytest.raises(error, match="n_jobs"):
         RVC(n_jobs=n_jobs).fit(X, y)
+
+
+class _CountingRBF(RBF):
+    """An RBF kernel that counts the kernel values it evaluates (a class attribute:
+    scikit-learn's clone copies the instance)."""
+
+    evaluated = 0
+
+    def __call__(self, X, Y=None):
+        values = super().__call__(X, Y)
+        _CountingRBF.evaluated += values.size
+        return values
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_one_vs_rest_evaluates_the_kernel_once_and_fits_each_class_as_alone(n_jobs):
+    """The classifiers share one evaluation of the scaled kernel matrix and of the column
+    norms (HeldKernelBasis), and each is the binary fit of its class against the rest,
+    to the last bit."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(150, 2))
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 1], [-0.6, 0.0, 0.6])  # four classes
+    _CountingRBF.evaluated = 0
+    model = RVC(kernel=_CountingRBF(0.5), n_jobs=n_jobs).fit(X, y)
+    if n_jobs is None:
+        # the norms' pass (the symmetric blocks: N^2 values here) and the matrix (N^2),
+        # where every classifier evaluating its own took 8 N^2; the kept columns and
+        # the rows of X at the fits' ends are the rest
+        assert _CountingRBF.evaluated < 3 * X.shape[0] ** 2
+    for k, estimator in enumerate(model.estimators_):
+        alone = RVC(kernel=_CountingRBF(0.5)).fit(X, (y == k).astype(int))
+        assert estimator.log_evidence_ == alone.log_evidence_
+        np.testing.assert_array_equal(estimator.relevance_indices_, alone.relevance_indices_)
+        np.testing.assert_array_equal(estimator.result_.mu, alone.result_.mu)
+
+
+def test_held_basis_holds_the_lazy_basis_values(rng):
+    X = rng.normal(size=(40, 3))
+    lazy = KernelBasis(X, RBF(0.7), extra=[("x0", lambda X: X[:, 0])])
+    sq_norms = lazy.sq_norms()
+    scales = column_scales(lazy, sq_norms, Prior())
+    held = HeldKernelBasis(lazy, sq_norms, scales)
+    np.testing.assert_array_equal(held.scaled_array(scales), ScaledBasis(lazy, scales).toarray())
+    np.testing.assert_array_equal(ScaledBasis(held, scales).toarray(), held.scaled_array(scales))
+    np.testing.assert_array_equal(held.sq_norms(), sq_norms)
+    assert held.scaled_array(2 * scales) is None  # other scales: evaluated in blocks
+    np.testing.assert_array_equal(
+        ScaledBasis(held, 2 * scales).toarray(), ScaledBasis(lazy, 2 * scales).toarray()
+    )
+    with pytest.raises(ValueError, match="read-only"):
+        held.scaled_array(scales)[0, 0] = 1.0
+    # a fit on it keeps only what predictions need
+    fitted = held.restrict(np.array([0, 5, 40]))
+    np.testing.assert_array_equal(fitted.design(X), lazy.restrict([0, 5, 40]).design(X))
+    assert not any(isinstance(v, np.ndarray) and v.size >= 40 * 40 for v in vars(fitted).values())

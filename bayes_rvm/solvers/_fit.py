@@ -66,6 +66,27 @@ def _robust_norm(values: np.ndarray) -> float:
     return largest * float(np.sqrt(np.mean((values / largest) ** 2)))
 
 
+def column_scales(basis: Basis, sq_norms: np.ndarray, prior: Prior) -> np.ndarray:
+    """The column scales :func:`fit_type2` divides ``basis`` by (its columns' norms, from
+    their squares ``sq_norms``; 1 for a zero column), or their largest for every column
+    when the prior on ``alpha`` is proper (``b > 0``: ``Gamma(a, b)`` must stay one prior)."""
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.sqrt(sq_norms)
+    # squares that underflowed: from the columns themselves (zero columns stay 0)
+    tiny = np.flatnonzero(norms < np.sqrt(np.finfo(float).tiny))
+    for j, column in zip(tiny, basis.columns(tiny).T, strict=True):
+        norms[j] = _robust_norm(column) * np.sqrt(basis.n_rows)
+    if not np.all(np.isfinite(norms)):
+        raise ValueError(
+            "the design matrix has columns whose squared norm exceeds the float range "
+            f"(> {np.finfo(float).max:.3g}); rescale the inputs or the basis functions"
+        )
+    norms = np.where(norms > 0, norms, 1.0)
+    if prior.b > 0:
+        norms = np.full_like(norms, float(np.max(norms)))
+    return norms
+
+
 @dataclass(frozen=True)
 class _Scaling:
     """The units :func:`fit_type2` solves in: targets of unit root mean square and columns
@@ -95,19 +116,7 @@ class _Scaling:
         target = np.float64(1.0 if t is None else (_robust_norm(t) or 1.0))
         with np.errstate(over="ignore", under="ignore"):
             sq_norms = basis.sq_norms()
-            norms = np.sqrt(sq_norms)
-        # squares that underflowed: from the columns themselves (zero columns stay 0)
-        tiny = np.flatnonzero(norms < np.sqrt(np.finfo(float).tiny))
-        for j, column in zip(tiny, basis.columns(tiny).T, strict=True):
-            norms[j] = _robust_norm(column) * np.sqrt(basis.n_rows)
-        if not np.all(np.isfinite(norms)):
-            raise ValueError(
-                "the design matrix has columns whose squared norm exceeds the float range "
-                f"(> {np.finfo(float).max:.3g}); rescale the inputs or the basis functions"
-            )
-        norms = np.where(norms > 0, norms, 1.0)
-        if prior.b > 0:  # one column scale: Gamma(a, b) must stay one prior
-            norms = np.full_like(norms, float(np.max(norms)))
+        norms = column_scales(basis, sq_norms, prior)
         with np.errstate(over="ignore", under="ignore"):
             b = prior.b * (norms[0] / target) ** 2 if prior.b > 0 else 0.0
             d = prior.d / target**2 if prior.d > 0 else 0.0
