@@ -34,7 +34,6 @@ __all__ = [
     "DenseBasis",
     "ExtraColumns",
     "FittedBasis",
-    "HeldKernelBasis",
     "KernelBasis",
     "PrecomputedBasis",
     "as_basis",

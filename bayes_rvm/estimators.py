@@ -756,7 +756,9 @@ or callable, default="rbf"
         weighs the samples by their own class in every binary classifier.
     n_jobs : int, optional
         With one-vs-rest, the number of classifiers fitted in parallel (joblib; ``-1``:
-        every core, ``None``: one unless in a ``joblib.parallel_config`` context).
+        every core, ``None``: one unless in a ``joblib.parallel_config`` context). The
+        classifiers share one evaluation of the kernel matrix when each would hold it
+        (up to 1 GB; passed to parallel workers as a memory map).
 
     Attributes
     ----------
@@ -945,7 +947,7 @@ or callable, default="rbf"
         When each fit would hold the whole matrix of its scaled columns (the sequential
         solver's classification path holds up to ``LargeSchedule.mode_dense_bytes`` of
         it), that matrix and the column norms are computed once here and shared
-        (:class:`~bayes_rvm.basis.HeldKernelBasis`; with ``n_jobs``, joblib passes the
+        (``bayes_rvm.basis.HeldKernelBasis``; with ``n_jobs``, joblib passes the
         matrix to the workers as a memory map)."""
         K = self.classes_.size
         template = self._binary(centres)
