@@ -13,9 +13,9 @@ from bayes_rvm.evidence import (
     sparsity_quality,
 )
 from bayes_rvm.posterior import GaussianFit
-from bayes_rvm.solvers._compiled import _kernels
 from bayes_rvm.solvers._large_schedule import LargeSchedule
 from bayes_rvm.solvers._newton import joint_newton
+from bayes_rvm.solvers._steps import _update_factor
 
 __all__ = ["Workspace"]
 
@@ -227,7 +227,7 @@ class Workspace:
         delta = alpha_new - self.alpha[p]
         self._downdate(p, 1.0 / delta)
         self.alpha[p] = alpha_new
-        if self.factor_current and not _kernels()._update_factor(self.U, self.M, p, delta):
+        if self.factor_current and not _update_factor(self.U, self.M, p, delta):
             self.factor_current = False
 
     def delete(self, p: int) -> tuple[int, np.ndarray, np.ndarray]:
