@@ -149,9 +149,7 @@ def test_incremental_updates_match_scratch():
             assert q == pytest.approx(shrink * Q[j], rel=1e-8, abs=1e-10)
             np.testing.assert_allclose(ws.S, S, rtol=0, atol=1e-8)
             np.testing.assert_allclose(ws.Q, Q, rtol=0, atol=1e-8)
-            # the factor of the current Sigma^-1 (what confirms an add): kept through adds
-            # and re-estimates, recomputed after a delete
-            ws.factor()
+            ws.factor()  # the factor of the current Sigma^-1 (what confirms an add)
             np.testing.assert_allclose(ws.L @ ws.L.T, H, rtol=0, atol=1e-10)
             n_flushed += 1
     assert n_flushed > 20

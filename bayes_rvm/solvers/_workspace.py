@@ -15,7 +15,6 @@ from bayes_rvm.evidence import (
 from bayes_rvm.posterior import GaussianFit
 from bayes_rvm.solvers._large_schedule import LargeSchedule
 from bayes_rvm.solvers._newton import joint_newton
-from bayes_rvm.solvers._steps import _update_factor
 
 __all__ = ["Workspace"]
 
@@ -27,12 +26,8 @@ class Workspace:
     the column at position ``p``. ``Sigma`` and ``mu`` (Tipping 2001, eq. 12-13) follow
     every step by the rank-one updates of Tipping & Faul (2003, appendix), ``O(M^2)``
     each, and are recomputed from the Cholesky factor ``L`` of ``Sigma^-1 = A + beta
-    Phi_a^T Phi_a`` after ``schedule.refactor`` updates (and on a delete or a refresh), so
-    that rounding accumulates over at most that many steps. The factor itself follows the
-    adds (a new row) and re-estimates (a rank-one update or downdate, the compiled loop's
-    ``_update_factor``), so that an add, which needs the factor of the current ``H``,
-    does not recompute it; it is recomputed after a delete, or when a downdate or a new
-    row loses positive definiteness.
+    Phi_a^T Phi_a`` after ``schedule.refactor`` updates (and on a delete, a refresh or when an
+    add needs the factor), so that rounding accumulates over at most that many steps.
 
     The ``S, Q`` of the ``n_basis`` candidates change by a rank-one term per step,
     ``S += a (beta C v)^2`` and ``Q += b (beta C v)`` with ``C = Phi^T Phi_a``: ``O(n_basis
@@ -68,10 +63,7 @@ class Workspace:
         self.alpha = np.empty(capacity)
         self.C = np.empty((n_basis, capacity))
         self.Phi = np.empty((t.size, capacity))
-        # U = L^T, L the factor of the current H while factor_current (kept through adds
-        # and re-estimates by a new row and rank-one updates; recomputed after a delete)
-        self.U = np.zeros((0, 0))
-        self.factor_current = True
+        self.L = np.zeros((0, 0))  # factor at the last refactor (M x M only then)
         self.Sigma = np.zeros((0, 0))
         self.mu = np.zeros(0)
         self.since_factor = 0
@@ -188,16 +180,6 @@ class Workspace:
         self.Sigma = Sigma
         self.mu = np.append(self.mu - mu_j * w, mu_j)
         self.since_factor += 1
-        # the factor gains the row [l^T, sqrt(alpha_j + S_j)] (S_j = beta phi~_j^T phi~_j - l^T l)
-        d2 = alpha_j + S_j
-        if d2 > 0.0:
-            U = np.zeros((M + 1, M + 1))
-            U[:M, :M] = self.U
-            U[:M, M] = l
-            U[M, M] = np.sqrt(d2)
-            self.U = U
-        else:
-            self.factor_current = False
         self.index[M], self.alpha[M] = j, alpha_j
         self.C[:, M] = cross
         self.Phi[:, M] = column
@@ -224,16 +206,12 @@ class Workspace:
 
     def reestimate(self, p: int, alpha_new: float) -> None:
         """Set the precision at position ``p`` to the finite ``alpha_new``."""
-        delta = alpha_new - self.alpha[p]
-        self._downdate(p, 1.0 / delta)
+        self._downdate(p, 1.0 / (alpha_new - self.alpha[p]))
         self.alpha[p] = alpha_new
-        if self.factor_current and not _update_factor(self.U, self.M, p, delta):
-            self.factor_current = False
 
     def delete(self, p: int) -> tuple[int, np.ndarray, np.ndarray]:
         """Remove position ``p``; returns its column index, column and cross products."""
         self._downdate(p, 0.0)
-        self.factor_current = False
         self.flush()  # the pending terms refer to the positions, which move now
         j, column, cross = int(self.index[p]), self.Phi[:, p].copy(), self.C[:, p].copy()
         last = self.M - 1
@@ -263,14 +241,9 @@ class Workspace:
         self.refresh(self.beta)
         return gain
 
-    @property
-    def L(self) -> np.ndarray:
-        """The lower Cholesky factor of ``H`` (Tipping 2001, eq. 12)."""
-        return self.U.T
-
     def factor(self) -> None:
-        """Refactor unless the factor is that of the current ``H``."""
-        if not self.factor_current:
+        """Refactor if ``Sigma`` moved since the last factor."""
+        if self.since_factor:
             self.refactor()
 
     def refactor(self) -> None:
@@ -278,8 +251,7 @@ class Workspace:
         M = self.M
         H = self._gram()
         H[np.diag_indices_from(H)] += self.alpha[:M]  # Tipping (2001) eq. 12
-        self.U = np.ascontiguousarray(_linalg.cholesky(H).T)
-        self.factor_current = True
+        self.L = _linalg.cholesky(H)
         self.Sigma = _linalg.cho_solve(self.L, np.eye(M))
         self.since_factor = 0
         # Tipping (2001) eq. 13, by solves (more accurate than the product with Sigma)
@@ -298,7 +270,7 @@ class Workspace:
     def resolution(self) -> float:
         """Relative accuracy of a gain computed from ``Sigma``: ``resolution eps cond(H)``.
 
-        ``cond(H)`` is estimated by ``(max diag L / min diag L)^2`` of the factor, a
+        ``cond(H)`` is estimated by ``(max diag L / min diag L)^2`` of the last factor, a
         lower bound.
         """
         if self.L.shape[0] == 0:
