@@ -175,9 +175,9 @@ class Basis(ABC):
         return self.transpose_dot(V), weighted_sq_norms(self.toarray(), weights)
 
     def scaled_array(self, scales: np.ndarray) -> np.ndarray | None:
-        """``Phi / scales`` (each column divided by its scale) from a matrix held in
-        memory; ``None`` when the basis evaluates its columns (then the caller fills the
-        array in blocks of columns)."""
+        """``Phi / scales`` (each column divided by its scale) when the basis holds that
+        matrix for these scales; ``None`` otherwise (the caller fills it in blocks of
+        columns)."""
         return None
 
     def toarray(self) -> np.ndarray:
@@ -267,9 +267,6 @@ class DenseBasis(Basis):
 
     def toarray(self) -> np.ndarray:
         return self.Phi
-
-    def scaled_array(self, scales: np.ndarray) -> np.ndarray:
-        return self.Phi / scales
 
 
 class ExtraColumns:
