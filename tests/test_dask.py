@@ -142,6 +142,24 @@ def test_rvr_on_a_local_cluster_fits_like_in_memory(large_data, client, centres)
 
 
 @pytest.mark.slow
+def test_mackay_on_a_local_cluster_runs_on_the_reduced_design(large_data, client):
+    """MacKay's re-estimation (EM's alike, ``tests/test_reduced.py``) sees the data only
+    through the products: the workers reduce the data, and no column of the basis is
+    gathered to the client."""
+    X, y = large_data
+    settings = {"gamma": 0.3, "centres": 800, "random_state": 0, "solver": "mackay"}
+    local = RVR(**settings).fit(X, y)
+    with distributed.get_task_stream(client) as stream:
+        remote = RVR(**settings).fit(da.from_array(X, chunks=(750, 2)), y)
+    _check_same_fit(local, remote)
+    assert remote.result_.converged
+    keys = [task["key"] for task in stream.data]
+    workers = {task["worker"] for task in stream.data if "_chunk_reduce" in task["key"]}
+    assert len(workers) == 2, "the reduction did not run on both workers"
+    assert not any("_chunk_columns" in key for key in keys), "columns were gathered"
+
+
+@pytest.mark.slow
 def test_rvc_on_a_local_cluster_fits_like_in_memory(data, client):
     X, _, labels = data
     local = RVC(gamma=0.3).fit(X, labels)

@@ -15,9 +15,10 @@ from bayes_rvm import basis as basis_module
 from bayes_rvm.basis import DenseBasis, KernelBasis, RowWeightedBasis, ScaledBasis
 from bayes_rvm.kernels import RBF
 from bayes_rvm.posterior import fit_gaussian
-from bayes_rvm.solvers import _compiled, sequential
+from bayes_rvm.solvers import _compiled, em, mackay, sequential
 from bayes_rvm.solvers._ascent import Stopping
 from bayes_rvm.solvers._base import Prior
+from bayes_rvm.solvers._compiled import Schedule
 
 # relative rounding of products of O(n) terms after one Householder QR of ~1000 rows
 PRODUCTS = 1e-13
@@ -200,14 +201,37 @@ def test_reduced_weighted_fit_is_the_direct_fit():
     _assert_same_fit(_fit(basis, target, reduce=True), _direct(basis, target))
 
 
+@pytest.mark.parametrize("solver", [mackay, em])
+@pytest.mark.parametrize("noise_var", [None, 0.09])
+def test_reestimation_on_the_reduced_design_is_the_direct_fit(solver, noise_var, monkeypatch):
+    """MacKay and EM re-estimate from the products too: on the reduced design they take
+    the same iterations to the same fit, whose evidence is that of the N rows."""
+    Phi, t = _sparse_problem(9)
+    calls = []
+    reduce = DenseBasis.reduce
+    monkeypatch.setattr(DenseBasis, "reduce", lambda *a: calls.append(1) or reduce(*a))
+    # EM's steps shrink near the optimum: a looser tolerance for it to converge
+    tol = 1e-6 if solver is mackay else 1e-3
+    options = {"prior": Prior(), "noise_var": noise_var, "max_iter": 20_000, "tol": tol}
+    direct = solver.fit(DenseBasis(Phi), t, **options, schedule=Schedule(dense_bytes=2**40))
+    assert not calls
+    reduced = solver.fit(DenseBasis(Phi), t, **options, schedule=Schedule(dense_bytes=0))
+    assert calls, "the fit did not run on the reduced design"
+    _assert_same_fit(reduced, direct)
+    assert reduced.n_iter == direct.n_iter
+    assert reduced.converged and reduced.active.size >= 6
+    independent = fit_gaussian(Phi[:, reduced.active], t, reduced.alpha, reduced.beta)
+    expected = independent.log_evidence(Prior(), noise_learned=noise_var is None)
+    assert reduced.log_evidence == pytest.approx(expected, rel=1e-10)
+
+
 def test_reduction_is_taken_only_when_it_pays():
     tall = DenseBasis(np.ones((100, 8)))  # 6,400 bytes, a factor of 9^2 doubles
-    Schedule = sequential.Schedule
-    assert sequential._reduction_pays(tall, Schedule(dense_bytes=6399))
-    assert not sequential._reduction_pays(tall, Schedule(dense_bytes=6400))
-    assert not sequential._reduction_pays(tall, Schedule(dense_bytes=0, reduced_bytes=8 * 80))
+    assert Schedule(dense_bytes=6399).reduces(tall.shape)
+    assert not Schedule(dense_bytes=6400).reduces(tall.shape)
+    assert not Schedule(dense_bytes=0, reduced_bytes=8 * 80).reduces(tall.shape)
     square = DenseBasis(np.ones((17, 8)))  # fewer than twice as many rows as columns
-    assert not sequential._reduction_pays(square, Schedule(dense_bytes=0))
+    assert not Schedule(dense_bytes=0).reduces(square.shape)
 
 
 def test_reduced_fit_on_the_large_path_learns_the_noise_of_the_n_rows(monkeypatch):

@@ -60,7 +60,8 @@ class Schedule:
     reduced_bytes : int
         A larger basis with at least twice as many rows as columns is reduced to its
         triangular factor (:meth:`~bayes_rvm.basis.Basis.reduce`, ``(n_basis + 1)^2``
-        doubles) when that takes at most this many bytes, and the compiled path runs on it.
+        doubles) when that takes at most this many bytes (:meth:`reduces`), and the
+        compiled path runs on it (the MacKay and EM solvers also run on it).
     start_noise : float
         First ascent: starting noise variance as a fraction of ``var(t)``.
     second_start : float
@@ -149,6 +150,19 @@ class Schedule:
     defer_min: int = 256
     working_set: int = 1000
     working_residual: float = 1e-4
+
+    def reduces(self, shape: tuple[int, int]) -> bool:
+        """Whether a Gaussian fit of a basis of ``shape`` (rows, columns) runs on the
+        triangular factor of ``[Phi | t]`` (:meth:`~bayes_rvm.basis.Basis.reduce`): a
+        basis over ``dense_bytes``, with at least twice as many rows as columns, whose
+        factor takes at most ``reduced_bytes``. Every type-II solver of a Gaussian
+        likelihood takes this rule."""
+        n_rows, n_basis = shape
+        return (
+            8 * n_rows * n_basis > self.dense_bytes
+            and n_rows >= 2 * (n_basis + 1)
+            and 8 * (n_basis + 1) ** 2 <= self.reduced_bytes
+        )
 
 
 class _Slot:

@@ -32,6 +32,7 @@ from bayes_rvm.solvers._base import (
     initial_noise_var,
     noise_var_floor,
 )
+from bayes_rvm.solvers._compiled import Schedule
 
 __all__ = [
     "ALPHA_MAX",
@@ -159,12 +160,24 @@ class Rules:
 
 
 class GaussianStep:
-    """Closed-form Gaussian posterior (Tipping 2001, eq. 12-13) and the exact evidence."""
+    """Closed-form Gaussian posterior (Tipping 2001, eq. 12-13) and the exact evidence.
+
+    ``Phi`` and ``t`` are the data, or a reduced design ``[R; 0]`` and target ``[z; r]``
+    of the same products (:meth:`~bayes_rvm.basis.Basis.reduce`) standing for ``n_rows``
+    rows."""
 
     likelihood = "gaussian"
 
-    def __init__(self, Phi: np.ndarray, t: np.ndarray, prior: Prior, noise_var: float | None):
+    def __init__(
+        self,
+        Phi: np.ndarray,
+        t: np.ndarray,
+        prior: Prior,
+        noise_var: float | None,
+        n_rows: int | None = None,
+    ):
         self.Phi, self.t, self.prior, self.noise_var = Phi, t, prior, noise_var
+        self.n_rows = t.size if n_rows is None else n_rows
         self.gram = Phi.T @ Phi
         self.phi_t = Phi.T @ t
 
@@ -179,6 +192,7 @@ class GaussianStep:
             beta,
             gram=self.gram[np.ix_(active, active)],
             phi_t=self.phi_t[active],
+            n_rows=self.n_rows,
         )
         sigma_diag = fit.sigma_diag
         log_ev = fit.log_evidence(self.prior, noise_learned=self.noise_var is None)
@@ -308,12 +322,21 @@ def reestimate(
     tol: float,
     verbose: bool = False,
     link=None,
+    schedule: Schedule | None = None,
 ) -> Type2Result:
     """Run the re-estimation loop to convergence or ``max_iter``.
 
     The posterior step is the likelihood's: the closed-form Gaussian (``link=None``,
     regression) or the Laplace approximation at the IRLS mode, warm-started from the
     previous mode (``link`` a classification likelihood holding the targets ``t``).
+
+    The Gaussian step sees the data only through ``Phi^T Phi``, ``Phi^T t``, ``t^T t``
+    and ``N`` (eq. 12-13, 36, 46). When ``schedule`` (the sequential solver's
+    :class:`~._compiled.Schedule`, its defaults when ``None``) reduces a basis of this
+    shape (:meth:`~._compiled.Schedule.reduces`), the loop runs on the triangular factor
+    of ``[Phi | t]`` (:meth:`~bayes_rvm.basis.Basis.reduce`): the same fit, holding
+    ``(n + 1)^2`` floats instead of the ``N x n`` matrix, and on a dask basis the
+    reduction runs on the workers.
 
     Converged when no column is pruned and every partial derivative of the objective
     with respect to ``log alpha_i`` (eq. 42) and ``log beta`` (eq. 45) is below ``tol`` in
@@ -325,19 +348,23 @@ def reestimate(
     (``q_i^2 <= s_i``) are then deleted: for each, ``alpha_i = inf`` maximises the objective
     given the rest, so the deletion is an exact coordinate-ascent step (Faul & Tipping 2002).
     """
-    Phi = basis.toarray()
-    n, n_basis = Phi.shape
+    n = basis.n_rows
     step: GaussianStep | LaplaceStep
     beta: float | None
     if link is None:
-        step = GaussianStep(Phi, t, prior, noise_var)
+        if (Schedule() if schedule is None else schedule).reduces(basis.shape):
+            factor = basis.reduce(t)
+            step = GaussianStep(factor[:, :-1], factor[:, -1], prior, noise_var, n_rows=n)
+        else:
+            step = GaussianStep(basis.toarray(), t, prior, noise_var)
         learn_noise = noise_var is None
         beta = 1.0 / (initial_noise_var(t) if noise_var is None else noise_var)
         floor = noise_var_floor(t)
         beta_max = 1.0 / floor
     else:
-        step = LaplaceStep(Phi, link, prior)
+        step = LaplaceStep(basis.toarray(), link, prior)
         learn_noise, beta, beta_max = False, None, np.inf
+    n_basis = basis.n_columns
     active = np.arange(n_basis)
     alpha = step.initial_alpha()
 

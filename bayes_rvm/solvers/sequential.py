@@ -156,7 +156,7 @@ def fit(
     large = LargeSchedule() if large_schedule is None else large_schedule
     n_bytes = 8 * basis.n_rows * basis.n_columns
     data_t = t  # the target of the N rows: N, the starting noise and its floor come from it
-    reduced = link is None and _reduction_pays(basis, schedule)
+    reduced = link is None and schedule.reduces(basis.shape)
     least_squares_rss = 0.0  # a lower bound on ||t - Phi w||^2
     if reduced:
         # the Gaussian evidence, posterior and noise update see the data only through
@@ -331,18 +331,6 @@ def _ascend_gaussian(
         outer.probe = True
         status = run.ascend(outer, stale=True)
     return status
-
-
-def _reduction_pays(basis: Basis, schedule: Schedule) -> bool:
-    """Whether a Gaussian fit runs on the triangular factor of ``[Phi | t]``
-    (:meth:`~bayes_rvm.basis.Basis.reduce`): a basis too large for the compiled path, with
-    at least twice as many rows as columns, and a factor within ``reduced_bytes``."""
-    n_rows, n_basis = basis.shape
-    return (
-        8 * n_rows * n_basis > schedule.dense_bytes
-        and n_rows >= 2 * (n_basis + 1)
-        and 8 * (n_basis + 1) ** 2 <= schedule.reduced_bytes
-    )
 
 
 def _fit_compiled(
