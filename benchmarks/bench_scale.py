@@ -25,6 +25,9 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
   factor and the scaled target to ``FILE`` (``.npz``), on which
   ``benchmarks/bench_reduced_solver.py --factor FILE`` runs the client's solver alone.
 
+``--solver`` (``rvr``, ``subset``, ``dask``) picks the RVR's type-II solver (default
+``auto``, the sequential one), e.g. ``mackay``, which also runs on the reduced design.
+
 Besides the wall-clock time of ``fit`` it counts the passes over the basis the solver
 asked for (``Phi^T V`` with or without the column norms) and the column fetches, and
 times the mean pass, so that a fit's cost can be read as passes times the cost of one
@@ -142,7 +145,7 @@ def _friedman(n: int, seed: int):
 def run_rvr(args, counter):
     train, test = _friedman(args.n, args.seed)
     centres = args.centres if args.case == "subset" else None
-    model = RVR(centres=centres, random_state=args.seed)
+    model = RVR(centres=centres, random_state=args.seed, solver=args.solver)
     _fit(model, train.X, train.y, counter)
     rmse = np.sqrt(np.mean((model.predict(test.X) - test.f) ** 2))
     print(f"RMSE against the true function on {N_TEST} inputs: {rmse:.3f}")
@@ -185,7 +188,7 @@ def run_dask(args, counter):
     counter._wrap(DaskKernelBasis)
     test = make_friedman1(N_TEST, random_state=args.seed + 1)
     with _dask_friedman(args) as (client, X, y):
-        model = RVR(centres=args.centres, random_state=args.seed)
+        model = RVR(centres=args.centres, random_state=args.seed, solver=args.solver)
         target = y.compute()
         worker_cpu = sum(client.run(_cpu_seconds).values())
         _fit(model, X, target, counter)
@@ -256,8 +259,11 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--passes", type=int, default=3, help="dask-pass: passes timed")
     parser.add_argument("--save-factor", help="dask-reduce: write the factor to this .npz")
+    parser.add_argument(
+        "--solver", default="auto", help="rvr, subset, dask: the RVR's type-II solver"
+    )
     args = parser.parse_args(argv)
-    print(f"case {args.case}  n {args.n}  load {os.getloadavg()[0]:.2f}")
+    print(f"case {args.case}  n {args.n}  solver {args.solver}  load {os.getloadavg()[0]:.2f}")
     counter = _Counter(KernelBasis)
     cases = {"rvr": run_rvr, "subset": run_rvr, "rvc": run_rvc, "dask": run_dask}
     cases["dask-pass"], cases["dask-reduce"] = run_dask_pass, run_dask_reduce
