@@ -225,6 +225,21 @@ def test_reestimation_on_the_reduced_design_is_the_direct_fit(solver, noise_var,
     assert reduced.log_evidence == pytest.approx(expected, rel=1e-10)
 
 
+def test_weighted_reestimation_on_the_reduced_design_is_the_direct_fit():
+    """Rows of weight ``w_n`` and the reduction both stand for other rows: MacKay on the
+    reduced weighted design is its direct fit."""
+    Phi, t = _sparse_problem(10)
+    weights = np.random.default_rng(11).uniform(0.2, 3.0, t.size)
+    basis = RowWeightedBasis(DenseBasis(Phi), weights)
+    target = np.sqrt(weights) * t
+    prior = Prior(c=0.5 * (weights.sum() - t.size))  # as fit_type2 counts sum(w) rows
+    options = {"prior": prior, "noise_var": None, "max_iter": 5000, "tol": 1e-6}
+    direct = mackay.fit(basis, target, **options, schedule=Schedule(dense_bytes=2**40))
+    reduced = mackay.fit(basis, target, **options, schedule=Schedule(dense_bytes=0))
+    _assert_same_fit(reduced, direct)
+    assert reduced.converged
+
+
 def test_reduction_is_taken_only_when_it_pays():
     tall = DenseBasis(np.ones((100, 8)))  # 6,400 bytes, a factor of 9^2 doubles
     assert Schedule(dense_bytes=6399).reduces(tall.shape)
