@@ -948,18 +948,17 @@ or callable, default="rbf"
         finishes (from this process, also when the fits run in workers).
 
         When each fit would hold the whole matrix of its scaled columns (the sequential
-        solver's classification path holds up to ``LargeSchedule.mode_dense_bytes`` of
-        it), that matrix and the column norms are computed once here and shared
-        (``bayes_rvm.basis.HeldKernelBasis``; with ``n_jobs``, joblib passes the
-        matrix to the workers as a memory map)."""
+        solver's classification path holds a basis that ``LargeSchedule.holds``), that
+        matrix and the column norms are computed once here and shared
+        (``bayes_rvm.basis.HeldKernelBasis``; with ``n_jobs``, joblib passes the matrix
+        to the workers as a memory map)."""
         K = self.classes_.size
         template = self._binary(centres)
         basis = template._build_basis(X)
-        n_bytes = 8 * basis.n_rows * basis.n_columns
         if (
             type(basis) is KernelBasis
             and not self.optimize_scales
-            and n_bytes <= LargeSchedule().mode_dense_bytes
+            and LargeSchedule().holds(basis.shape)
         ):
             sq_norms = basis.sq_norms()
             scales = column_scales(basis, sq_norms, Prior(self.a, self.b))

@@ -148,6 +148,12 @@ def test_sequential_classification_without_a_dense_basis():
     assert passes.log_evidence == pytest.approx(dense.log_evidence, abs=1e-8)
 
 
+def test_classification_holds_a_basis_up_to_mode_dense_bytes():
+    shape = (100, 8)  # 6,400 bytes of doubles
+    assert sequential.LargeSchedule(mode_dense_bytes=6400).holds(shape)
+    assert not sequential.LargeSchedule(mode_dense_bytes=6399).holds(shape)
+
+
 def test_sequential_stops_a_cycle_at_its_best_model(rng):
     """A marginal column that helps at the mode without it and hurts at the mode with it
     (B depends on alpha, which the steps ignore) is added and deleted in turn: the run

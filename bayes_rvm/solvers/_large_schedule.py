@@ -65,9 +65,10 @@ class LargeSchedule:
         ``mode_gain_max``) when the Laplace evidence gained more than 3/4 of the claim and
         halves (down to ``mode_gain_min``) when it gained less than 1/4.
     mode_dense_bytes : int
-        Classification: a basis of at most this many bytes is held as a dense matrix (mode
-        updates re-weigh the products of every column with the active ones, over the rows
-        whose weights moved; above it, every update is a pass over the whole basis).
+        Classification: a basis of at most this many bytes is held as a dense matrix
+        (:meth:`holds`; mode updates re-weigh the products of every column with the
+        active ones, over the rows whose weights moved; above it, every update is a pass
+        over the whole basis).
     mode_rows : float
         Classification with the basis in memory: a mode update re-weighs the rows whose
         weight ``B_n`` or weighted target moved by more than this times the largest
@@ -99,3 +100,9 @@ class LargeSchedule:
     mode_dense_bytes: int = 2**30
     mode_rows: float = 1e-3
     mode_stall: int = 10
+
+    def holds(self, shape: tuple[int, int]) -> bool:
+        """Whether a classification fit holds a basis of ``shape`` (rows, columns) as a
+        dense matrix: at most ``mode_dense_bytes`` of doubles."""
+        n_rows, n_basis = shape
+        return 8 * n_rows * n_basis <= self.mode_dense_bytes

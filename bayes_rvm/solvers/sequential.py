@@ -172,7 +172,7 @@ def fit(
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
         # path's resolution test and joint Newton steps fit such bases
-    if link is not None and n_bytes <= large.mode_dense_bytes:
+    if link is not None and large.holds(basis.shape):
         basis = as_basis(basis.toarray())
         products = _Products.of(basis, Compression.none(basis, t), t, large, dense=True)
     else:
