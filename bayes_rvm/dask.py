@@ -142,6 +142,8 @@ class DaskKernelBasis(KernelBasis):
 
     def columns(self, idx) -> np.ndarray:
         idx, _, _ = self._split(idx)
+        if not idx.size:  # no task per chunk for no column
+            return np.empty((self.n_rows, 0))
         setting = self._setting()
         tasks = [dask.delayed(_chunk_columns)(rows, *setting, idx) for rows in self._chunks]
         return np.concatenate(dask.compute(*tasks), axis=0)

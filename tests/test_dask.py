@@ -59,6 +59,7 @@ def test_passes_and_columns_equal_the_in_memory_basis(data):
     np.testing.assert_allclose(remote.sq_norms(), local.sq_norms(), rtol=1e-12)
     idx = [0, 17, 240, 242]
     np.testing.assert_array_equal(remote.columns(idx), local.columns(idx))
+    assert remote.columns([]).shape == local.columns([]).shape == (240, 0)
     np.testing.assert_allclose(remote.cross(idx), local.cross(idx), rtol=1e-12, atol=1e-12)
 
 

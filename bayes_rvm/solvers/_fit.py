@@ -74,9 +74,8 @@ def column_scales(basis: Basis, sq_norms: np.ndarray, prior: Prior) -> np.ndarra
         norms = np.sqrt(sq_norms)
     # squares that underflowed: from the columns themselves (zero columns stay 0)
     tiny = np.flatnonzero(norms < np.sqrt(np.finfo(float).tiny))
-    if tiny.size:  # (a dask basis would run a task per chunk for no column)
-        for j, column in zip(tiny, basis.columns(tiny).T, strict=True):
-            norms[j] = _robust_norm(column) * np.sqrt(basis.n_rows)
+    for j, column in zip(tiny, basis.columns(tiny).T, strict=True):
+        norms[j] = _robust_norm(column) * np.sqrt(basis.n_rows)
     if not np.all(np.isfinite(norms)):
         raise ValueError(
             "the design matrix has columns whose squared norm exceeds the float range "
