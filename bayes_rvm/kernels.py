@@ -113,13 +113,13 @@ class RBF(Kernel):
 
     def __call__(self, X, Y=None) -> np.ndarray:
         Xs, Ys = self._scaled(X, Y)
-        # in place: one n_X x n_Y array, however large the block
-        out = Xs @ Ys.T
-        out *= -2.0
-        out += np.einsum("ij,ij->i", Xs, Xs)[:, None]
-        out += np.einsum("ij,ij->i", Ys, Ys)[None, :]
-        np.maximum(out, 0.0, out=out)
-        np.negative(out, out=out)
+        # in place: one n_X x n_Y array, however large the block, holding minus the
+        # squared distance 2 x.y - |x|^2 - |y|^2 (doubling is exact), capped at 0 where
+        # rounding makes it positive: four passes over the block
+        out = (2.0 * Xs) @ Ys.T
+        out -= np.einsum("ij,ij->i", Xs, Xs)[:, None]
+        out -= np.einsum("ij,ij->i", Ys, Ys)[None, :]
+        np.minimum(out, 0.0, out=out)
         return np.exp(out, out=out)
 
     def diag(self, X) -> np.ndarray:

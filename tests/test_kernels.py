@@ -39,6 +39,15 @@ def test_rbf_matches_elementwise_formula(points):
     np.testing.assert_allclose(RBF(0.7)(X, Y), expected_iso, rtol=1e-13)
 
 
+def test_rbf_is_at_most_one_where_the_expansion_rounds_above_zero(rng):
+    """Far from the origin ``2 x.y - |x|^2 - |y|^2`` loses its digits and rounds above 0
+    for some nearby pairs; the kernel caps the exponent at 0."""
+    X = 30.0 + 1e-3 * rng.normal(size=(200, 5))
+    K = RBF(1.0)(X, X)
+    assert K.max() == 1.0
+    np.testing.assert_allclose(K, RBF(1.0)(X - 30.0, X - 30.0), rtol=0, atol=1e-10)
+
+
 def test_laplacian_matches_elementwise_formula(points):
     X, Y = points
     expected = np.array([[np.exp(-0.3 * np.sum(np.abs(x - y))) for y in Y] for x in X])
