@@ -434,6 +434,8 @@ class KernelBasis(Basis):
 
     def columns(self, idx) -> np.ndarray:
         idx, is_kernel, is_extra = self._split(idx)
+        if idx.size and is_kernel.all():  # the kernel's block as it comes, not a copy of it
+            return self._kernel(self.X, self.centres[idx])
         out = np.empty((self.n_rows, idx.size))
         if is_kernel.any():
             out[:, is_kernel] = self._kernel(self.X, self.centres[idx[is_kernel]])
