@@ -225,14 +225,16 @@ class WorkingSetFit:
         """``S, Q`` of every column at the current model (Tipping & Faul 2003, eq. 24-25),
         from ``Phi~^T phi~_a``: one pass for the columns active since the last call."""
         active, alpha, beta = self.model()
-        kept = np.isin(self.crossed, active)
+        kept = np.flatnonzero(np.isin(self.crossed, active))
         missing = np.setdiff1d(active, self.crossed)
-        blocks = [self.cross[:, kept]]
+        # one new array, its columns filled by slices (a column mask copies far slower)
+        cross = np.empty((self.unit.size, kept.size + missing.size))
+        cross[:, : kept.size] = np.take(self.cross, kept, axis=1)
         if missing.size:
             columns = self.basis.columns(missing) / self.scales[missing]
-            blocks.append(self.basis.transpose_dot(columns) / self.scales[:, None])
+            cross[:, kept.size :] = self.basis.transpose_dot(columns) / self.scales[:, None]
             self.passes += 1
-        self.cross = np.hstack(blocks)
+        self.cross = cross
         self.crossed = np.concatenate([self.crossed[kept], missing])
         if not active.size:
             return beta * self.unit, beta * self.phi_t
