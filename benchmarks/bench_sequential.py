@@ -14,7 +14,8 @@ evidence of every fit is eq. 36 (including ``-N/2 log 2 pi``) evaluated by this
 package's code at the fit's returned active set, ``alpha`` and ``beta``; fastrvm does
 not expose the ``alpha`` of its intercept, so its value is its own last ``scores_`` plus
 the ``-N/2 log 2 pi`` that SparseBayes leaves out (marked ``*``). "best" is the highest
-log evidence any of the solvers reached on the problem.
+log evidence this package evaluated at any solver's fit on the problem: fastrvm's own
+value never sets it (a negative "below best" in its row is its report above it).
 
 Usage (from the repository root)::
 
@@ -161,6 +162,20 @@ def run(package: str, problem: str, seed: int, timeout: float, warm_up=True) -> 
     return json.loads(out.strip().splitlines()[-1])
 
 
+#: Packages whose log evidence is their own report, not this package's evaluation of
+#: the fitted model (marked ``*`` in the table).
+SELF_REPORTED = ("fastrvm",)
+
+
+def best_evidence(medians: dict[str, dict]) -> float:
+    """The highest log evidence this package evaluated on a problem's fits: a peer's own
+    report (:data:`SELF_REPORTED`) is printed but never sets the best (it comes from
+    another computation, which has returned a positive log evidence on Friedman #1 with
+    N = 5000), unless no other package finished."""
+    evaluated = [m["log_evidence"] for p, m in medians.items() if p not in SELF_REPORTED]
+    return max(evaluated or [m["log_evidence"] for m in medians.values()])
+
+
 def _size(problem: str) -> int:
     kind, _, size = problem.partition("-")
     return int(size) if kind in ("sinc", "friedman1") else 500
@@ -205,7 +220,7 @@ def main() -> None:
             for p, rs in results.items()
             if rs
         }
-        best = max(m["log_evidence"] for m in medians.values())
+        best = best_evidence(medians)
         reference = medians.get("fastrvm", {}).get("time")
         for p in packages:
             if p not in medians:
@@ -215,7 +230,7 @@ def main() -> None:
             ratio = m["time"] / reference if reference else math.nan
             if p == "bayes_rvm" and reference:
                 ratios.append(ratio)
-            star = "*" if p == "fastrvm" else ""
+            star = "*" if p in SELF_REPORTED else ""
             print(
                 f"| {problem} | {p} | {m['time']:.3f} | {ratio:.2f} | {m['n_rv']} | "
                 f"{m['noise_sd']:.3f} | {m['log_evidence']:.1f}{star} | "
