@@ -44,7 +44,7 @@ def test_rbf_is_at_most_one_where_the_expansion_rounds_above_zero(rng):
     for some nearby pairs; the kernel caps the exponent at 0."""
     X = 30.0 + 1e-3 * rng.normal(size=(200, 5))
     K = RBF(1.0)(X, X)
-    assert K.max() == 1.0
+    assert K.max() <= 1.0
     np.testing.assert_allclose(K, RBF(1.0)(X - 30.0, X - 30.0), rtol=0, atol=1e-10)
 
 
