@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 _cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bayes_rvm" / "pytensor"
@@ -16,6 +18,25 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def load_script():
+    """Import a script of the repository that is not in the package (``benchmarks/``,
+    ``scripts/docs/``) from its path relative to the root, as the module of its file's
+    name (registered in ``sys.modules``, so that dataclasses and pickling find it)."""
+
+    def load(relative: str):
+        path = ROOT / relative
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture

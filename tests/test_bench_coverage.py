@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.stats import binom
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_coverage.py"
-
 
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_coverage", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_coverage"] = module
-    spec.loader.exec_module(module)
-    return module
+def bench(load_script):
+    return load_script("benchmarks/bench_coverage.py")
 
 
 def test_pooled_coverage_counts_every_test_target(bench):

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,22 +17,18 @@ from bayes_rvm.solvers._fit import _robust_norm
 pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+def _script(load_script, name: str):
+    module = load_script(f"benchmarks/{name}.py")
     # the workers cannot import the script: its functions travel by value
     cloudpickle.register_pickle_by_value(module)
     return module
 
 
 @pytest.mark.slow
-def test_saved_factor_is_the_reduced_design_of_the_dask_fit(tmp_path):
-    bench_scale, bench_solver = _script("bench_scale"), _script("bench_reduced_solver")
+def test_saved_factor_is_the_reduced_design_of_the_dask_fit(tmp_path, load_script):
+    bench_scale = _script(load_script, "bench_scale")
+    bench_solver = _script(load_script, "bench_reduced_solver")
     n, centres, path = 3000, 60, tmp_path / "factor.npz"
     bench_scale.main(
         ["--case", "dask-reduce", "--n", str(n), "--centres", str(centres), "--workers", "2",

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_sequential.py"
-
-
-def _suite():
-    spec = importlib.util.spec_from_file_location("bench_sequential", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_a_self_reported_evidence_never_sets_the_best():
+def test_a_self_reported_evidence_never_sets_the_best(load_script):
     """fastrvm's own report (here an impossible +64,135 against -7,745 evaluated for ours)
     is not the best; it is when it is all there is."""
-    suite = _suite()
+    suite = load_script("benchmarks/bench_sequential.py")
     medians = {
         "bayes_rvm": {"log_evidence": -7745.3},
         "fastrvm": {"log_evidence": 64135.4},

@@ -3,21 +3,9 @@ extension that turns Sphinx roles into cross-references."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
-
-DOCS_TOOLS = Path(__file__).resolve().parents[1] / "scripts" / "docs"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, DOCS_TOOLS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _page(path: Path, body: str) -> None:
@@ -33,8 +21,8 @@ def site(tmp_path):
     return tmp_path
 
 
-def test_a_sound_site_passes(site):
-    assert _load("check_site").check(site) == []
+def test_a_sound_site_passes(site, load_script):
+    assert load_script("scripts/docs/check_site.py").check(site) == []
 
 
 @pytest.mark.parametrize(
@@ -52,18 +40,18 @@ def test_a_sound_site_passes(site):
         ),
     ],
 )
-def test_each_problem_is_reported(site, body, expected):
+def test_each_problem_is_reported(site, body, expected, load_script):
     _page(site / "extra" / "index.html", body)
-    problems = _load("check_site").check(site)
+    problems = load_script("scripts/docs/check_site.py").check(site)
     assert any(expected in problem for problem in problems), problems
 
 
-def test_links_to_other_hosts_in_the_text_are_allowed(site):
+def test_links_to_other_hosts_in_the_text_are_allowed(site, load_script):
     _page(site / "extra" / "index.html", '<a href="https://arxiv.org/abs/1903.08008">paper</a>')
-    assert _load("check_site").check(site) == []
+    assert load_script("scripts/docs/check_site.py").check(site) == []
 
 
-def test_sphinx_roles_become_cross_references(tmp_path):
+def test_sphinx_roles_become_cross_references(tmp_path, load_script):
     griffe = pytest.importorskip("griffe")
     package = tmp_path / "pkg"
     package.mkdir()
@@ -78,7 +66,7 @@ def test_sphinx_roles_become_cross_references(tmp_path):
         "def fit():\n    pass\n\n\nLIMIT = 3\n",
         encoding="utf-8",
     )
-    extension = _load("griffe_bayes_rvm").SphinxRoles()
+    extension = load_script("scripts/docs/griffe_bayes_rvm.py").SphinxRoles()
     pkg = griffe.load("pkg", search_paths=[tmp_path], extensions=griffe.load_extensions(extension))
     text = pkg.docstring.value
     assert "[`fit`][pkg.core.fit]" in text
