@@ -18,6 +18,11 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+# A plugin (hypothesis) imports numpy before this file, so its BLAS has read the
+# variables above already: limit the running library too.
+threadpool_limits(1)
 
 ROOT = Path(__file__).resolve().parents[1]
 
