@@ -33,7 +33,10 @@ any column and no noise update gains more than ``tol``, the sequential solver's
 certificate. Each round starts from the model the last one reached, so the log evidence
 never decreases from round to round. The converged model's ``alpha`` then take joint
 Newton steps together (:meth:`WorkingSetFit.polish`), and the certificate is taken again
-at them. A round that gains at most ``tol`` although its
+at them, whole: the adds of the inactive columns, and the re-estimates and deletes of
+the active ones and the noise update (:meth:`WorkingSetFit.settled_gain`), which the
+Newton steps may have moved; a gain over ``tol`` there takes the fit to another round
+at ``tol``. A round that gains at most ``tol`` although its
 ``W`` held every column that gains (the ascent's own ``S, Q`` of them are below its
 resolution, or differ from the certificate's by rounding near ``tol``) is followed by a
 round at ``tol``, and one more such round ends the fit.
@@ -47,10 +50,16 @@ import numpy as np
 from scipy import linalg
 
 from bayes_rvm.basis import Basis
-from bayes_rvm.evidence import delta_add, sparsity_quality
-from bayes_rvm.posterior import gaussian_posterior
+from bayes_rvm.evidence import (
+    column_gain,
+    delta_add,
+    noise_variance,
+    own_sparsity_quality,
+    sparsity_quality,
+)
+from bayes_rvm.posterior import fit_gaussian, gaussian_posterior
 from bayes_rvm.solvers._ascent import Stopping
-from bayes_rvm.solvers._base import Prior
+from bayes_rvm.solvers._base import Prior, noise_var_floor
 from bayes_rvm.solvers._compiled import Ascent, Schedule, Status, ascend_dense
 from bayes_rvm.solvers._newton import joint_newton
 
@@ -273,6 +282,29 @@ class WorkingSetFit:
         self.path.append(np.array([self.path[-1][-1] + gain]))
         return gain
 
+    def settled_gain(self, S: np.ndarray, Q: np.ndarray) -> float:
+        """The largest gain (nats) of a re-estimate or delete of an active column (from
+        ``S, Q`` of :meth:`exact_sq` at the current model, Faul & Tipping 2002) and of the
+        noise update (Tipping 2001, eq. 46, above the floor) at the current ``alpha``: the
+        part of the certificate that the inactive columns' add gains do not cover, once
+        joint Newton steps (:meth:`polish`) have moved the ``alpha`` after the last round.
+        The noise gain is eq. 36 at the two noise levels on the last round's reduced
+        design, which holds the active columns (``n_rows = N``)."""
+        active, alpha, beta = self.model()
+        if not active.size:
+            return 0.0
+        s, q = own_sparsity_quality(S[active], Q[active], alpha)  # Faul & Tipping eq. 21
+        steps = float(column_gain(s, q, alpha)[0].max())
+        columns = self.ascent.B[_positions(self.order, self.usable.size)[active]].T
+        fit = fit_gaussian(columns, self.ascent.t, alpha, beta, n_rows=self.t.size)
+        gamma = 1.0 - alpha * fit.sigma_diag  # Tipping (2001) eq. 17
+        # Tipping (2001) eq. 46
+        variance = noise_variance(fit.rss, float(gamma.sum()), self.t.size, self.prior)
+        beta_new = 1.0 / max(variance, noise_var_floor(self.t))
+        moved = fit_gaussian(columns, self.ascent.t, alpha, beta_new, n_rows=self.t.size)
+        noise = moved.log_evidence(self.prior) - fit.log_evidence(self.prior)
+        return max(steps, noise)
+
     def _crossed_model(self) -> tuple[np.ndarray, np.ndarray]:
         """The active ``alpha`` and ``Phi~_a^T Phi~_a`` in the order of the products'
         columns (``crossed``: the active columns once :meth:`exact_sq` has run)."""
@@ -331,7 +363,7 @@ def fit_working_set(
             fit.polish(stop.tol * schedule.polish**2)
             S, Q = fit.exact_sq()  # the certificate again, at the polished alpha
             working, violators, largest = fit.next_set(S, Q, stop.tol)
-            if violators == 0 or stuck:
+            if stuck or (violators == 0 and fit.settled_gain(S, Q) <= stop.tol):
                 return fit, Status.CONVERGED, S, Q
         if fit.steps >= stop.max_iter:
             return fit, Status.MAX_ITER, S, Q
