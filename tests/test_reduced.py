@@ -240,6 +240,12 @@ def test_weighted_reestimation_on_the_reduced_design_is_the_direct_fit():
     assert reduced.converged
 
 
+def test_compiled_path_holds_a_basis_up_to_dense_bytes():
+    shape = (100, 8)  # 6,400 bytes of doubles
+    assert Schedule(dense_bytes=6400).holds(shape)
+    assert not Schedule(dense_bytes=6399).holds(shape)
+
+
 def test_reduction_is_taken_only_when_it_pays():
     tall = DenseBasis(np.ones((100, 8)))  # 6,400 bytes, a factor of 9^2 doubles
     assert Schedule(dense_bytes=6399).reduces(tall.shape)

@@ -56,7 +56,8 @@ class Schedule:
     Attributes
     ----------
     dense_bytes : int
-        The compiled path holds ``Phi~^T`` when it takes at most this many bytes.
+        The compiled path holds ``Phi~^T`` when it takes at most this many bytes
+        (:meth:`holds`).
     reduced_bytes : int
         A larger basis with at least twice as many rows as columns is reduced to its
         triangular factor (:meth:`~bayes_rvm.basis.Basis.reduce`, ``(n_basis + 1)^2``
@@ -151,6 +152,12 @@ class Schedule:
     working_set: int = 1000
     working_residual: float = 1e-4
 
+    def holds(self, shape: tuple[int, int]) -> bool:
+        """Whether the compiled path holds a basis of ``shape`` (rows, columns) as it is:
+        at most ``dense_bytes`` of doubles."""
+        n_rows, n_basis = shape
+        return 8 * n_rows * n_basis <= self.dense_bytes
+
     def reduces(self, shape: tuple[int, int]) -> bool:
         """Whether a Gaussian fit of a basis of ``shape`` (rows, columns) runs on the
         triangular factor of ``[Phi | t]`` (:meth:`~bayes_rvm.basis.Basis.reduce`): a
@@ -159,7 +166,7 @@ class Schedule:
         likelihood takes this rule."""
         n_rows, n_basis = shape
         return (
-            8 * n_rows * n_basis > self.dense_bytes
+            not self.holds(shape)
             and n_rows >= 2 * (n_basis + 1)
             and 8 * (n_basis + 1) ** 2 <= self.reduced_bytes
         )

@@ -154,7 +154,7 @@ def fit(
     stop = Stopping(max_iter, tol, verbose)
     schedule = Schedule() if schedule is None else schedule
     large = LargeSchedule() if large_schedule is None else large_schedule
-    n_bytes = 8 * basis.n_rows * basis.n_columns
+    held = schedule.holds(basis.shape)  # the basis as given, before any reduction
     data_t = t  # the target of the N rows: N, the starting noise and its floor come from it
     reduced = link is None and schedule.reduces(basis.shape)
     least_squares_rss = 0.0  # a lower bound on ||t - Phi w||^2
@@ -166,7 +166,7 @@ def fit(
         least_squares_rss = float(t[-1] ** 2)  # r^2, the residual of the whole basis
     # The compiled loop learns the noise by continuation from below; with the noise held
     # fixed the joint Newton steps of the large path reach better optima (docs/benchmarks.md).
-    if link is None and noise_var is None and (reduced or n_bytes <= schedule.dense_bytes):
+    if link is None and noise_var is None and (reduced or held):
         result = _fit_compiled(basis, t, prior, stop, schedule, data_t, least_squares_rss)
         if result is not None:
             return result
