@@ -424,8 +424,9 @@ or callable, default="rbf"
         not stall at a high-noise local optimum (``docs/benchmarks.md``); it needs
         ``a = b = 0``. "mackay" and "em" start from the full basis (``O(N n)`` memory for
         ``n`` basis functions, ``O(n^3)`` per iteration: ``O(N^2)`` and ``O(N^3)`` with
-        every input a centre; a basis over 16 MB with ``N >= 2 (n + 1)``, such as
-        candidate centres, is reduced first to its ``(n + 1)^2`` triangular factor) and
+        every input a centre; a basis over 16 MB with ``N >= 2 (n + 1)`` and a factor of
+        at most 512 MB, such as up to about 8,000 candidate centres, is reduced first to
+        its ``(n + 1)^2`` triangular factor) and
         accept Gamma priors on ``alpha``. "auto":
         "sequential" when ``a = b = 0``, otherwise "mackay"
         (:func:`bayes_rvm.solvers.default_solver`, the same rule as :class:`RVC`).
