@@ -176,8 +176,8 @@ class Basis(ABC):
 
     def scaled_array(self, scales: np.ndarray) -> np.ndarray | None:
         """``Phi / scales`` (each column divided by its scale) when the basis holds that
-        matrix for these scales; ``None`` otherwise (the caller fills it in blocks of
-        columns)."""
+        matrix for these scales or makes it in the memory of the result alone; ``None``
+        otherwise (the caller fills it in blocks of columns)."""
         return None
 
     def toarray(self) -> np.ndarray:
@@ -535,6 +535,13 @@ class KernelBasis(Basis):
         out[:, tail:] = self._extra_values
         return out
 
+    def scaled_array(self, scales: np.ndarray) -> np.ndarray:
+        """:meth:`toarray`, a new array, divided by ``scales`` in place: its kernel
+        blocks are written once, not copied through the columns of a wrapper."""
+        out = self.toarray()
+        out /= scales
+        return out
+
     def transpose_dot(self, V: np.ndarray) -> np.ndarray:
         return self._pass(np.asarray(V, dtype=np.float64), False)[0]
 
@@ -553,7 +560,7 @@ class HeldKernelBasis(KernelBasis):
     (the binary classifiers of a one-vs-rest :class:`~bayes_rvm.RVC`: every fit works
     on the columns divided by their norms, and the classification path holds that
     matrix). The values are those the lazy basis gives (its own pass for the norms, its
-    columns divided in blocks); columns, products and :meth:`toarray` are still
+    :meth:`scaled_array`); columns, products and :meth:`toarray` are still
     evaluated lazily. :meth:`restrict` returns a :class:`FittedBasis` that holds only
     the kept centres.
 
@@ -571,16 +578,19 @@ class HeldKernelBasis(KernelBasis):
         vars(self).update(vars(basis))
         self._norms = np.array(sq_norms, dtype=np.float64)
         self._scales = np.array(scales, dtype=np.float64)
-        self._scaled = Basis.toarray(ScaledBasis(basis, self._scales))
+        self._scaled = basis.scaled_array(self._scales)
         for values in (self._norms, self._scales, self._scaled):
             values.flags.writeable = False
 
     def sq_norms(self) -> np.ndarray:
         return self._norms
 
-    def scaled_array(self, scales: np.ndarray) -> np.ndarray | None:
-        """The held matrix (read-only) for the scales it was made with, else ``None``."""
-        return self._scaled if np.array_equal(scales, self._scales) else None
+    def scaled_array(self, scales: np.ndarray) -> np.ndarray:
+        """The held matrix (read-only) for the scales it was made with, else a new one
+        evaluated as the lazy basis does."""
+        if np.array_equal(scales, self._scales):
+            return self._scaled
+        return super().scaled_array(scales)
 
 
 def _kernel_values(kernel, X: np.ndarray, centres: np.ndarray) -> np.ndarray:

@@ -130,8 +130,9 @@ def test_scaled_basis_with_known_norms_needs_no_norm_pass(rng):
 
 
 def test_wrapped_basis_fills_its_matrix_in_column_blocks(basis, rng, monkeypatch):
-    """Basis.toarray of a wrapped basis (column scales, row weights) in blocks of a few
-    columns equals the dense matrix: every block lands in its own columns."""
+    """Basis.toarray of a wrapped basis (row weights, column scales on top of them) in
+    blocks of a few columns equals the dense matrix: every block lands in its own
+    columns."""
     from bayes_rvm import basis as basis_module
     from bayes_rvm.basis import RowWeightedBasis
 
@@ -139,6 +140,21 @@ def test_wrapped_basis_fills_its_matrix_in_column_blocks(basis, rng, monkeypatch
     monkeypatch.setattr(basis_module, "BLOCK_BYTES", 8 * 23 * 3)  # blocks of 3 columns
     scales = rng.uniform(0.5, 2.0, dense.shape[1])
     weights = rng.uniform(0.0, 2.0, 23)
-    np.testing.assert_allclose(ScaledBasis(B, scales).toarray(), dense / scales, rtol=1e-14)
-    weighted = RowWeightedBasis(B, weights).toarray()
-    np.testing.assert_allclose(weighted, np.sqrt(weights)[:, None] * dense, rtol=1e-14)
+    weighted = RowWeightedBasis(B, weights)
+    expected = np.sqrt(weights)[:, None] * dense
+    np.testing.assert_allclose(weighted.toarray(), expected, rtol=1e-14)
+    np.testing.assert_allclose(
+        ScaledBasis(weighted, scales).toarray(), expected / scales, rtol=1e-14
+    )
+
+
+def test_scaled_kernel_basis_is_its_matrix_divided_in_place(basis, rng):
+    """A kernel basis divides its own fresh matrix by the scales (one array, its kernel
+    blocks as they come), every call a new array, so that a caller may change it."""
+    B, dense = basis
+    scales = rng.uniform(0.5, 2.0, dense.shape[1])
+    scaled = ScaledBasis(B, scales)
+    first = scaled.toarray()
+    np.testing.assert_allclose(first, dense / scales, rtol=1e-14)
+    first[:] = 0.0
+    np.testing.assert_allclose(scaled.toarray(), dense / scales, rtol=1e-14)

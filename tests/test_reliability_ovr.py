@@ -149,7 +149,9 @@ def test_held_basis_holds_the_lazy_basis_values(rng):
     np.testing.assert_array_equal(held.scaled_array(scales), ScaledBasis(lazy, scales).toarray())
     np.testing.assert_array_equal(ScaledBasis(held, scales).toarray(), held.scaled_array(scales))
     np.testing.assert_array_equal(held.sq_norms(), sq_norms)
-    assert held.scaled_array(2 * scales) is None  # other scales: evaluated in blocks
+    other = held.scaled_array(2 * scales)  # other scales: evaluated anew
+    assert other.flags.writeable
+    np.testing.assert_array_equal(other, ScaledBasis(lazy, 2 * scales).toarray())
     np.testing.assert_array_equal(
         ScaledBasis(held, 2 * scales).toarray(), ScaledBasis(lazy, 2 * scales).toarray()
     )

@@ -353,7 +353,7 @@ def _fit_compiled(
     if not usable.any():
         raise ValueError("expected a design matrix with a nonzero column, got all zeros")
     scales = np.where(usable, np.sqrt(sq_norms), 1.0)
-    B = np.ascontiguousarray((Phi / scales).T)
+    B = np.divide(Phi.T, scales[:, None], out=np.empty(Phi.shape[::-1]))  # Phi~^T
     ascent, status = ascend_dense(
         B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule,
         full_t=data_t, least_squares_rss=least_squares_rss,
