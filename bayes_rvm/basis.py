@@ -180,6 +180,14 @@ class Basis(ABC):
         otherwise (the caller fills it in blocks of columns)."""
         return None
 
+    def evaluated(self) -> Basis:
+        """The basis a fit uses: a basis that evaluates its columns on demand returns
+        its matrix as a :class:`DenseBasis` when that is small enough that every pass
+        over it would evaluate it whole anyway (so that the column norms, the scaled
+        matrix and the products of one fit evaluate it once); any other basis returns
+        itself."""
+        return self
+
     def toarray(self) -> np.ndarray:
         """The whole matrix (``n_rows x n_columns`` floats: beware of large ``n_rows``),
         filled in blocks of at most :data:`BLOCK_BYTES` columns (no second full copy)."""
@@ -267,6 +275,9 @@ class DenseBasis(Basis):
 
     def toarray(self) -> np.ndarray:
         return self.Phi
+
+    def scaled_array(self, scales: np.ndarray) -> np.ndarray:
+        return self.Phi / scales
 
 
 class ExtraColumns:
@@ -535,6 +546,13 @@ class KernelBasis(Basis):
         out[:, tail:] = self._extra_values
         return out
 
+    def evaluated(self) -> Basis:
+        """A :class:`DenseBasis` of the matrix when it takes at most :data:`BLOCK_BYTES`
+        (a pass evaluates it as one block), else this basis."""
+        if 8 * self.n_rows * self.n_columns > BLOCK_BYTES:
+            return self
+        return DenseBasis(self.toarray())
+
     def scaled_array(self, scales: np.ndarray) -> np.ndarray:
         """:meth:`toarray`, a new array, divided by ``scales`` in place: its kernel
         blocks are written once, not copied through the columns of a wrapper."""
@@ -584,6 +602,10 @@ class HeldKernelBasis(KernelBasis):
 
     def sq_norms(self) -> np.ndarray:
         return self._norms
+
+    def evaluated(self) -> Basis:
+        """This basis: it holds its norms and scaled matrix already."""
+        return self
 
     def scaled_array(self, scales: np.ndarray) -> np.ndarray:
         """The held matrix (read-only) for the scales it was made with, else a new one

@@ -319,11 +319,12 @@ def fit_type2(
                 f"{n_weights} x {n_weights} Hessian ({8 * n_weights**2 / 1e9:.2g} GB). Use "
                 "one-vs-rest (RVC(multi_class='ovr')), fewer samples or fewer classes"
             )
-    fitted_basis, fitted_t = basis, t
+    solver_basis = basis.evaluated()  # a small kernel basis evaluated once, not per pass
+    fitted_basis, fitted_t = solver_basis, t
     if weights is not None and link is None:
         # noise precision beta w_n: the plain model on W^(1/2) Phi, W^(1/2) t, with the
         # noise updates counting sum(w) rows (eq. 46, 50: N + 2c)
-        fitted_basis, fitted_t = RowWeightedBasis(basis, weights), np.sqrt(weights) * t
+        fitted_basis, fitted_t = RowWeightedBasis(solver_basis, weights), np.sqrt(weights) * t
     scaling = _Scaling.of(fitted_basis, fitted_t if link is None else None, prior)
     weight_total = basis.n_rows if weights is None else float(np.sum(weights))
     solver_prior = scaling.prior.with_noise_shape(
