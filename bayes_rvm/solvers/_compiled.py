@@ -9,10 +9,13 @@ update, and the fit ends with a certificate on exact ``S, Q`` (no single add, re
 or delete gains more than ``tol``, and the noise update gains at most ``tol``).
 Two ascents run: one from :attr:`Schedule.start_noise` ``var(t)``, and one from
 :attr:`Schedule.second_start` times the noise variance the first one found (from below
-its optimum, where a high-noise optimum of the first cannot trap it); the one with the
-higher log evidence is returned. Neither starts below a lower bound of every noise
-optimum when one is known (the least-squares residual of a reduced design), and the
-second is not run when that bound makes its start the first one's.
+its optimum, where a high-noise optimum of the first cannot trap it); on a held basis
+(not a reduced design), where an ascent costs milliseconds, a third from
+:attr:`Schedule.third_start` times that variance (at the first one's noise, where the
+model may need fewer columns). The one with the highest log evidence is returned. None
+starts below a lower bound of every noise optimum when one is known (the least-squares
+residual of a reduced design), and an ascent whose start that bound makes an earlier
+one's is not run.
 """
 
 from __future__ import annotations
@@ -67,6 +70,10 @@ class Schedule:
         First ascent: starting noise variance as a fraction of ``var(t)``.
     second_start : float
         Second ascent: starting noise variance as a fraction of the first one's estimate.
+    third_start : float or None
+        Third ascent, on a held basis (not a reduced design, whose ascents keep hundreds
+        of columns and take seconds): starting noise variance as a fraction of the
+        first one's estimate; ``None``: no third.
     first_inner : float
         Tolerance (nats) of the first ``alpha`` sub-problem.
     relative_inner : float
@@ -133,6 +140,7 @@ class Schedule:
     reduced_bytes: int = 512 * 2**20
     start_noise: float = 0.02
     second_start: float = 0.25
+    third_start: float | None = 1.0
     first_inner: float = 0.1
     relative_inner: float = 0.01
     sub_steps: float = 1.0
@@ -391,8 +399,8 @@ def ascend_dense(
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
 ) -> tuple[Ascent, Status]:
-    """The better of the two ascents of the schedule, the noise learned (``full_t``: see
-    :class:`Ascent`; the starting noise is taken from it too).
+    """The best of the ascents of the schedule (module docstring), the noise learned
+    (``full_t``: see :class:`Ascent`; the starting noise is taken from it too).
 
     ``least_squares_rss`` is a lower bound on ``||t - Phi w||^2`` over every ``w`` (for a
     reduced design ``[R; 0]`` with target ``[z; r]``: ``r^2``, the least-squares
@@ -400,8 +408,8 @@ def ascend_dense(
     / (N + 2c)`` (its ``rss`` is no smaller and ``sum gamma >= 0``), so neither ascent
     starts below it: with many more rows than columns the bound is close to the optimum,
     and a start far below it costs steps (the first ``alpha`` sub-problem takes the
-    columns of a noise level the fit then leaves). A second ascent from the first one's
-    start would repeat it and is not run.
+    columns of a noise level the fit then leaves). An ascent from an earlier one's start
+    would repeat it and is not run.
     """
     options = {
         "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
@@ -415,11 +423,17 @@ def ascend_dense(
     if status != Status.CONVERGED:
         return first, status
     floor = noise_var_floor(full_t)
-    second_start = max(schedule.second_start / first.beta, floor, bound)
-    if second_start == start:
-        return first, status
-    second = Ascent(B, t, 1.0 / second_start, learn_noise=True, **options)
-    second_status = second.run()
-    if second_status == Status.CONVERGED and second.log_evidence > first.log_evidence:
-        return second, second_status
-    return first, status
+    fractions = [schedule.second_start]
+    if schedule.third_start is not None and options["full_t"] is None:  # a held basis
+        fractions.append(schedule.third_start)
+    starts = [start]
+    best = first
+    for fraction in fractions:
+        later = max(fraction / first.beta, floor, bound)
+        if later in starts:
+            continue
+        starts.append(later)
+        ascent = Ascent(B, t, 1.0 / later, learn_noise=True, **options)
+        if ascent.run() == Status.CONVERGED and ascent.log_evidence > best.log_evidence:
+            best = ascent
+    return best, Status.CONVERGED

@@ -13,8 +13,9 @@ index).
 
 - Gaussian likelihood with a learned noise on a basis of at most :attr:`Schedule.dense_bytes`
   (``N n_basis`` doubles): the compiled step loop (:mod:`bayes_rvm.solvers._compiled`,
-  :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, two ascents
-  and a final certificate on exact ``S, Q`` (see :class:`Schedule`).
+  :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, three
+  ascents (two on a reduced design) and a final certificate on exact ``S, Q`` (see
+  :class:`Schedule`).
 - The same on a larger basis that is neither reduced (below) nor compressible (its columns
   keep a squared residual above :attr:`Schedule.working_residual` after the first block
   of :func:`~bayes_rvm.solvers._crosses.compress`): the compiled loop on a working set of
@@ -167,7 +168,8 @@ def fit(
     # The compiled loop learns the noise by continuation from below; with the noise held
     # fixed the joint Newton steps of the large path reach better optima (docs/benchmarks.md).
     if link is None and noise_var is None and (reduced or held):
-        result = _fit_compiled(basis, t, prior, stop, schedule, data_t, least_squares_rss)
+        full_t = data_t if reduced else None
+        result = _fit_compiled(basis, t, prior, stop, schedule, full_t, least_squares_rss)
         if result is not None:
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
@@ -339,14 +341,15 @@ def _fit_compiled(
     prior: Prior,
     stop: Stopping,
     schedule: Schedule,
-    data_t: np.ndarray,
+    full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
 ) -> Type2Result | None:
     """Gaussian likelihood, noise learned, basis in memory: the compiled ascent
     (:mod:`._compiled`); ``None`` when its posterior precision lost positive definiteness.
-    ``data_t`` is ``t``, or the target of the rows that the reduced design ``basis`` and
-    target ``t`` stand for; ``least_squares_rss`` a lower bound on the residual sum of
-    squares of every weight vector (:func:`~._compiled.ascend_dense`)."""
+    ``full_t`` is ``None`` for a held basis, or the target of the rows that the reduced
+    design ``basis`` and target ``t`` stand for; ``least_squares_rss`` a lower bound on
+    the residual sum of squares of every weight vector (:func:`~._compiled.ascend_dense`)."""
+    data_t = t if full_t is None else full_t
     Phi = basis.toarray()
     sq_norms = np.einsum("ij,ij->j", Phi, Phi)
     usable = sq_norms > 0
@@ -356,7 +359,7 @@ def _fit_compiled(
     B = np.divide(Phi.T, scales[:, None], out=np.empty(Phi.shape[::-1]))  # Phi~^T
     ascent, status = ascend_dense(
         B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule,
-        full_t=data_t, least_squares_rss=least_squares_rss,
+        full_t=full_t, least_squares_rss=least_squares_rss,
     )  # fmt: skip
     if status == Status.NOT_PD:
         return None
