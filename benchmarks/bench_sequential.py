@@ -21,6 +21,10 @@ Usage (from the repository root)::
 
     python benchmarks/bench_sequential.py --repeats 3
     python benchmarks/bench_sequential.py --problems sinc-1000 diabetes-0.03 --repeats 5
+    python benchmarks/bench_sequential.py --packages bayes_rvm --seeds 0 1 2 3 4
+
+``--seeds`` draws each random problem (sinc, Friedman #1, the broad-kernel sinc) from
+each seed (a row ``problem:seed``; diabetes and Boston are fixed data sets, run once).
     python benchmarks/bench_sequential.py --memory 50000   # ours only, 1-D sinc, N=50,000
 
 The peers are benchmark-only dependencies (``pip install bayes_rvm[bench]``).
@@ -176,6 +180,16 @@ def best_evidence(medians: dict[str, dict]) -> float:
     return max(evaluated or [m["log_evidence"] for m in medians.values()])
 
 
+def _draws(problems: list[str], seeds: list[int]) -> list[tuple[str, int]]:
+    """``(problem, seed)`` pairs: every seed of a random problem, seed 0 of a fixed
+    data set (diabetes, Boston)."""
+    return [
+        (problem, seed)
+        for problem in problems
+        for seed in (seeds if problem.partition("-")[0] in ("sinc", "friedman1", "broad") else [0])
+    ]
+
+
 def _size(problem: str) -> int:
     kind, _, size = problem.partition("-")
     return int(size) if kind in ("sinc", "friedman1") else 500
@@ -186,6 +200,7 @@ def main() -> None:
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--packages", nargs="+", default=list(PACKAGES))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="data draws")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per fit")
     parser.add_argument("--memory", type=int, help="only: our peak memory on sinc of size N")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
@@ -207,14 +222,15 @@ def main() -> None:
         flush=True,
     )
     ratios = []
-    for problem in args.problems:
+    for problem, seed in _draws(args.problems, args.seeds):
         packages = [p for p in args.packages if _size(problem) <= MAX_N.get(p, math.inf)]
         results: dict[str, list[dict]] = {p: [] for p in packages}
         for _ in range(args.repeats):
             for package in packages:  # alternate the packages within a repetition
-                r = run(package, problem, 0, args.timeout)
+                r = run(package, problem, seed, args.timeout)
                 if r is not None:
                     results[package].append(r)
+        label = problem if args.seeds == [0] else f"{problem}:{seed}"
         medians = {
             p: {k: sorted(x[k] for x in rs)[len(rs) // 2] for k in rs[0]}
             for p, rs in results.items()
@@ -224,7 +240,7 @@ def main() -> None:
         reference = medians.get("fastrvm", {}).get("time")
         for p in packages:
             if p not in medians:
-                print(f"| {problem} | {p} | > {args.timeout:.0f} (timeout) ||||||")
+                print(f"| {label} | {p} | > {args.timeout:.0f} (timeout) ||||||")
                 continue
             m = medians[p]
             ratio = m["time"] / reference if reference else math.nan
@@ -232,7 +248,7 @@ def main() -> None:
                 ratios.append(ratio)
             star = "*" if p in SELF_REPORTED else ""
             print(
-                f"| {problem} | {p} | {m['time']:.3f} | {ratio:.2f} | {m['n_rv']} | "
+                f"| {label} | {p} | {m['time']:.3f} | {ratio:.2f} | {m['n_rv']} | "
                 f"{m['noise_sd']:.3f} | {m['log_evidence']:.1f}{star} | "
                 f"{best - m['log_evidence']:.1f} |",
                 flush=True,
