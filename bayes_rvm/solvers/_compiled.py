@@ -405,7 +405,7 @@ def ascend_dense(
     ``least_squares_rss`` is a lower bound on ``||t - Phi w||^2`` over every ``w`` (for a
     reduced design ``[R; 0]`` with target ``[z; r]``: ``r^2``, the least-squares
     residual). Every fixed point of eq. 46 has a noise variance of at least ``(that + 2d)
-    / (N + 2c)`` (its ``rss`` is no smaller and ``sum gamma >= 0``), so neither ascent
+    / (N + 2c)`` (its ``rss`` is no smaller and ``sum gamma >= 0``), so no ascent
     starts below it: with many more rows than columns the bound is close to the optimum,
     and a start far below it costs steps (the first ``alpha`` sub-problem takes the
     columns of a noise level the fit then leaves). An ascent from an earlier one's start
@@ -414,6 +414,7 @@ def ascend_dense(
     options = {
         "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
     }  # fmt: skip
+    held = full_t is None  # B is the basis itself, not a reduced design
     full_t = t if full_t is None else full_t
     # Tipping (2001) eq. 46 with rss at its least and sum gamma = 0: below every optimum
     bound = noise_variance_cd(least_squares_rss, 0.0, full_t.size, prior.c, prior.d)
@@ -424,7 +425,7 @@ def ascend_dense(
         return first, status
     floor = noise_var_floor(full_t)
     fractions = [schedule.second_start]
-    if schedule.third_start is not None and options["full_t"] is None:  # a held basis
+    if schedule.third_start is not None and held:
         fractions.append(schedule.third_start)
     starts = [start]
     best = first
