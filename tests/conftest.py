@@ -20,6 +20,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+from bayes_rvm.kernels import RBF  # noqa: E402
+
 # A plugin (hypothesis) imports numpy before this file, so its BLAS has read the
 # variables above already: limit the running library too.
 threadpool_limits(1)
@@ -47,6 +49,25 @@ def load_script():
 @pytest.fixture
 def rng():
     return np.random.default_rng(20011)
+
+
+class CountingRBF(RBF):
+    """An RBF kernel that counts the kernel values it evaluates (a class attribute:
+    scikit-learn's clone copies the instance)."""
+
+    evaluated = 0
+
+    def __call__(self, X, Y=None):
+        values = super().__call__(X, Y)
+        CountingRBF.evaluated += values.size
+        return values
+
+
+@pytest.fixture
+def counting_rbf():
+    """:class:`CountingRBF`, its count set to 0."""
+    CountingRBF.evaluated = 0
+    return CountingRBF
 
 
 @pytest.fixture(scope="session")

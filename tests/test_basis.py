@@ -160,19 +160,8 @@ def test_scaled_kernel_basis_is_its_matrix_divided_in_place(basis, rng):
     np.testing.assert_allclose(scaled.toarray(), dense / scales, rtol=1e-14)
 
 
-class _CountingRBF(RBF):
-    """An RBF kernel that counts the kernel values it evaluates."""
-
-    evaluated = 0
-
-    def __call__(self, X, Y=None):
-        values = super().__call__(X, Y)
-        _CountingRBF.evaluated += values.size
-        return values
-
-
 @pytest.mark.parametrize("solver", ["sequential", "mackay"])
-def test_a_small_kernel_basis_is_evaluated_once_per_fit(solver, monkeypatch):
+def test_a_small_kernel_basis_is_evaluated_once_per_fit(solver, monkeypatch, counting_rbf):
     """fit_type2 on a kernel basis of at most BLOCK_BYTES evaluates its matrix once: the
     column norms, the scaled matrix and the solver's products all come from it, and the
     fit is the fit of that matrix given as an array. A larger basis stays lazy (here: the
@@ -182,20 +171,19 @@ def test_a_small_kernel_basis_is_evaluated_once_per_fit(solver, monkeypatch):
 
     X = np.linspace(-10, 10, 60)[:, None]
     t = np.sinc(X[:, 0] / np.pi) + np.random.default_rng(3).normal(0.0, 0.1, 60)
-    _CountingRBF.evaluated = 0
-    fit = fit_type2(KernelBasis(X, _CountingRBF(0.25)), t, solver=solver)
-    assert _CountingRBF.evaluated == 60 * 60
+    fit = fit_type2(KernelBasis(X, counting_rbf(0.25)), t, solver=solver)
+    assert counting_rbf.evaluated == 60 * 60
     given = fit_type2(KernelBasis(X, RBF(0.25)).toarray(), t, solver=solver)
     assert fit.log_evidence == given.log_evidence
     np.testing.assert_array_equal(fit.active, given.active)
     assert isinstance(KernelBasis(X, RBF(0.25)).evaluated(), DenseBasis)
 
     monkeypatch.setattr(basis_module, "BLOCK_BYTES", 8 * 60 * 30)
-    lazy = KernelBasis(X, _CountingRBF(0.25))
+    lazy = KernelBasis(X, counting_rbf(0.25))
     assert lazy.evaluated() is lazy
-    _CountingRBF.evaluated = 0
+    counting_rbf.evaluated = 0
     fit_lazy = fit_type2(lazy, t, solver=solver)
-    assert _CountingRBF.evaluated > 60 * 60
+    assert counting_rbf.evaluated > 60 * 60
     np.testing.assert_allclose(fit_lazy.log_evidence, fit.log_evidence, rtol=1e-9)
 
 

@@ -106,35 +106,22 @@ def test_invalid_n_jobs_is_named(three_classes, n_jobs, error):
         RVC(n_jobs=n_jobs).fit(X, y)
 
 
-class _CountingRBF(RBF):
-    """An RBF kernel that counts the kernel values it evaluates (a class attribute:
-    scikit-learn's clone copies the instance)."""
-
-    evaluated = 0
-
-    def __call__(self, X, Y=None):
-        values = super().__call__(X, Y)
-        _CountingRBF.evaluated += values.size
-        return values
-
-
 @pytest.mark.parametrize("n_jobs", [None, 2])
-def test_one_vs_rest_evaluates_the_kernel_once_and_fits_each_class_as_alone(n_jobs):
+def test_one_vs_rest_evaluates_the_kernel_once_and_fits_each_class_as_alone(n_jobs, counting_rbf):
     """The classifiers share one evaluation of the scaled kernel matrix and of the column
     norms (HeldKernelBasis), and each is the binary fit of its class against the rest,
     to the last bit."""
     rng = np.random.default_rng(1)
     X = rng.normal(size=(150, 2))
     y = np.digitize(X[:, 0] + 0.3 * X[:, 1], [-0.6, 0.0, 0.6])  # four classes
-    _CountingRBF.evaluated = 0
-    model = RVC(kernel=_CountingRBF(0.5), n_jobs=n_jobs).fit(X, y)
+    model = RVC(kernel=counting_rbf(0.5), n_jobs=n_jobs).fit(X, y)
     if n_jobs is None:
         # the norms' pass (the symmetric blocks: N^2 values here) and the matrix (N^2),
         # where every classifier evaluating its own took 8 N^2; the kept columns and
         # the rows of X at the fits' ends are the rest
-        assert _CountingRBF.evaluated < 3 * X.shape[0] ** 2
+        assert counting_rbf.evaluated < 3 * X.shape[0] ** 2
     for k, estimator in enumerate(model.estimators_):
-        alone = RVC(kernel=_CountingRBF(0.5)).fit(X, (y == k).astype(int))
+        alone = RVC(kernel=counting_rbf(0.5)).fit(X, (y == k).astype(int))
         assert estimator.log_evidence_ == alone.log_evidence_
         np.testing.assert_array_equal(estimator.relevance_indices_, alone.relevance_indices_)
         np.testing.assert_array_equal(estimator.result_.mu, alone.result_.mu)
