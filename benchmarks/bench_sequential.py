@@ -22,10 +22,10 @@ Usage (from the repository root)::
     python benchmarks/bench_sequential.py --repeats 3
     python benchmarks/bench_sequential.py --problems sinc-1000 diabetes-0.03 --repeats 5
     python benchmarks/bench_sequential.py --packages bayes_rvm --seeds 0 1 2 3 4
+    python benchmarks/bench_sequential.py --memory 50000   # ours only, 1-D sinc, N=50,000
 
 ``--seeds`` draws each random problem (sinc, Friedman #1, the broad-kernel sinc) from
 each seed (a row ``problem:seed``; diabetes and Boston are fixed data sets, run once).
-    python benchmarks/bench_sequential.py --memory 50000   # ours only, 1-D sinc, N=50,000
 
 The peers are benchmark-only dependencies (``pip install bayes_rvm[bench]``).
 """
@@ -51,6 +51,8 @@ PROBLEMS = (
 )  # fmt: skip
 #: Largest N each peer is run at (their steps are O(N^3) or slower).
 MAX_N = {"sklearn-rvm": 1000, "mackay": 2000}
+#: Problem kinds that :func:`make_problem` draws from its seed (the others are fixed data).
+DRAWN = ("sinc", "broad", "friedman1")
 
 
 def make_problem(name: str, seed: int = 0):
@@ -186,7 +188,7 @@ def _draws(problems: list[str], seeds: list[int]) -> list[tuple[str, int]]:
     return [
         (problem, seed)
         for problem in problems
-        for seed in (seeds if problem.partition("-")[0] in ("sinc", "friedman1", "broad") else [0])
+        for seed in (seeds if problem.partition("-")[0] in DRAWN else [0])
     ]
 
 
