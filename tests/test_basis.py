@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis, ScaledBasis, as_basis
+from bayes_rvm.basis import (
+    DenseBasis,
+    ExtraColumns,
+    KernelBasis,
+    ScaledBasis,
+    as_basis,
+    weighted_sq_norms,
+)
 from bayes_rvm.kernels import RBF, CallableKernel, Laplacian, Linear, LinearSpline, Polynomial
 
 
@@ -194,3 +201,17 @@ def test_dense_scaled_array_is_a_new_array(rng):
     np.testing.assert_array_equal(scaled, Phi / scales)
     scaled[:] = 0.0
     assert np.all(Phi != 0.0)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (0, 3), (3, 0), (37, 5), (300, 211), (1000, 3)])
+def test_weighted_sq_norms_are_the_diagonal_of_the_weighted_gram_matrix(shape, rng):
+    """The compiled pass over a C-ordered matrix: the diagonal of ``Phi^T W Phi``, and the
+    bits of the ``einsum`` it stands for (the fits' rounding does not depend on the
+    layout of the design); other layouts and no weights take ``einsum`` itself."""
+    Phi = rng.standard_normal(shape) * rng.exponential(size=shape[1])
+    weights = rng.random(shape[0])
+    norms = weighted_sq_norms(Phi, weights)
+    np.testing.assert_allclose(norms, np.diag(Phi.T @ (weights[:, None] * Phi)), rtol=1e-13)
+    np.testing.assert_array_equal(norms, np.einsum("ij,ij,i->j", Phi, Phi, weights))
+    np.testing.assert_allclose(weighted_sq_norms(np.asfortranarray(Phi), weights), norms)
+    np.testing.assert_allclose(weighted_sq_norms(Phi, None), np.sum(Phi**2, axis=0))
