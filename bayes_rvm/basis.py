@@ -23,7 +23,7 @@ from itertools import combinations_with_replacement
 
 import numba
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_random_state
 
@@ -200,6 +200,21 @@ class Basis(ABC):
         otherwise (the caller fills it in blocks of columns)."""
         return None
 
+    def in_memory(self) -> Basis:
+        """This basis as a matrix in memory (the sequential classification path holds it):
+        a :class:`DenseBasis` of :meth:`toarray` unless the basis has a more compact form."""
+        return DenseBasis(self.toarray())
+
+    def scaled_in_memory(self, scales: np.ndarray) -> Basis:
+        """``Phi / scales`` as a matrix in memory: :meth:`in_memory` of the scaled basis."""
+        held = self.scaled_array(scales)
+        return DenseBasis(ScaledBasis(self, scales).toarray() if held is None else held)
+
+    def rows(self, idx) -> np.ndarray:
+        """``Phi[idx]`` as an ``(len(idx), n_columns)`` array (evaluates the whole matrix
+        unless the basis holds it)."""
+        return self.toarray()[np.asarray(idx, dtype=np.intp)]
+
     def evaluated(self) -> Basis:
         """The basis a fit uses: a basis that evaluates its columns on demand returns
         its matrix as a :class:`DenseBasis` when that is small enough that every pass
@@ -298,6 +313,94 @@ class DenseBasis(Basis):
 
     def scaled_array(self, scales: np.ndarray) -> np.ndarray:
         return self.Phi / scales
+
+    def rows(self, idx) -> np.ndarray:
+        return self.Phi[np.asarray(idx, dtype=np.intp)]
+
+    def in_memory(self) -> Basis:
+        return self
+
+
+class SymmetricScaledBasis(Basis):
+    """``Phi = [K | T] D^-1`` in memory, held as a symmetric kernel matrix ``K`` (the
+    kernel of the inputs with themselves), the other columns ``T`` (bias, extra columns)
+    and the scales ``D``.
+
+    A product ``Phi^T v`` with one vector (the column fetches of the sequential
+    classification path) reads one triangle of ``K`` (BLAS ``dsymv``): half the memory
+    traffic of a general matrix-vector product, which is what such a product costs at
+    ``N`` in the thousands. Products with several vectors are matrix products over the
+    whole of ``K``. Columns and rows of ``K`` are the same values (``K`` is exactly
+    symmetric: :meth:`KernelBasis.scaled_in_memory` writes each block once and mirrors
+    it), so a column is read as a contiguous row.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        C-ordered and exactly symmetric.
+    tail : ndarray of shape (n, p)
+        The columns after the kernel columns.
+    scales : ndarray of shape (n + p,)
+        Positive column scales.
+    """
+
+    def __init__(self, K: np.ndarray, tail: np.ndarray, scales: np.ndarray):
+        self.K, self.tail = K, tail
+        self.scales = np.asarray(scales, dtype=np.float64)
+        self.n_rows = K.shape[0]
+        self.n_columns = self.n_rows + tail.shape[1]
+
+    def columns(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.intp)
+        kernel = idx < self.n_rows
+        out = np.empty((self.n_rows, idx.size))
+        out[:, kernel] = self.K[idx[kernel]].T  # rows of K: its columns
+        out[:, ~kernel] = self.tail[:, idx[~kernel] - self.n_rows]
+        out /= self.scales[idx]
+        return out
+
+    def rows(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.intp)
+        out = np.empty((idx.size, self.n_columns))
+        out[:, : self.n_rows] = self.K[idx]
+        out[:, self.n_rows :] = self.tail[idx]
+        out /= self.scales
+        return out
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        V = np.asarray(V, dtype=np.float64)
+        if V.ndim == 1 or V.shape[1] == 1:
+            # K.T is K, Fortran-ordered: BLAS reads it in place
+            head = blas.dsymv(1.0, self.K.T, V.reshape(-1)).reshape((-1, *V.shape[1:]))
+        else:
+            head = self.K.T @ V
+        products = np.concatenate([head, self.tail.T @ V])
+        return products / self.scales.reshape((-1,) + (1,) * (V.ndim - 1))
+
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self.transpose_dot(V), self._norms(weights)
+
+    def sq_norms(self) -> np.ndarray:
+        return self._norms(None)
+
+    def _norms(self, weights: np.ndarray | None) -> np.ndarray:
+        norms = np.concatenate(
+            [weighted_sq_norms(self.K, weights), weighted_sq_norms(self.tail, weights)]
+        )
+        return norms / self.scales**2
+
+    def toarray(self) -> np.ndarray:
+        """The whole matrix, a new array."""
+        out = np.empty(self.shape)
+        out[:, : self.n_rows] = self.K
+        out[:, self.n_rows :] = self.tail
+        out /= self.scales
+        return out
+
+    def in_memory(self) -> Basis:
+        return self
 
 
 class ExtraColumns:
@@ -580,6 +683,29 @@ class KernelBasis(Basis):
         out /= scales
         return out
 
+    def scaled_in_memory(self, scales: np.ndarray) -> Basis:
+        """A :class:`SymmetricScaledBasis` when every input is a centre and the kernel is
+        symmetric (the RVM's basis), else the scaled matrix as a :class:`DenseBasis`."""
+        if not (self._square_matrix and getattr(self.kernel, "symmetric", False) is True):
+            return DenseBasis(self.scaled_array(scales))
+        n, step = self.n_centres, self._square
+        K = np.empty((n, n))
+        for i in range(0, n, step):  # each square block once, and its mirror image
+            left = slice(i, min(i + step, n))
+            for j in range(i, n, step):
+                right = slice(j, min(j + step, n))
+                block = self._kernel(self.X[left], self.X[right])
+                if j == i:  # its upper triangle, mirrored
+                    block = np.triu(block) + np.triu(block, 1).T
+                K[left, right] = block
+                if j > i:
+                    K[right, left] = block.T
+        tail = np.empty((n, self.n_columns - n))
+        if self.bias:
+            tail[:, 0] = 1.0
+        tail[:, int(self.bias) :] = self._extra_values
+        return SymmetricScaledBasis(K, tail, scales)
+
     def transpose_dot(self, V: np.ndarray) -> np.ndarray:
         return self._pass(np.asarray(V, dtype=np.float64), False)[0]
 
@@ -597,8 +723,9 @@ class HeldKernelBasis(KernelBasis):
     ``Phi / scales`` are computed once and held, for several fits that each need them
     (the binary classifiers of a one-vs-rest :class:`~bayes_rvm.RVC`: every fit works
     on the columns divided by their norms, and the classification path holds that
-    matrix). The values are those the lazy basis gives (its own pass for the norms, its
-    :meth:`scaled_array`); columns, products and :meth:`toarray` are still
+    matrix). The values are those a fit of the lazy basis alone holds (its own pass for
+    the norms; :meth:`scaled_in_memory` of the basis it fits, :meth:`evaluated`: a
+    small basis as its matrix); columns, products and :meth:`toarray` are still
     evaluated lazily. :meth:`restrict` returns a :class:`FittedBasis` that holds only
     the kept centres.
 
@@ -616,9 +743,10 @@ class HeldKernelBasis(KernelBasis):
         vars(self).update(vars(basis))
         self._norms = np.array(sq_norms, dtype=np.float64)
         self._scales = np.array(scales, dtype=np.float64)
-        self._scaled = basis.scaled_array(self._scales)
-        for values in (self._norms, self._scales, self._scaled):
-            values.flags.writeable = False
+        self._held = basis.evaluated().scaled_in_memory(self._scales)
+        for values in (self._norms, self._scales, *vars(self._held).values()):
+            if isinstance(values, np.ndarray):
+                values.flags.writeable = False
 
     def sq_norms(self) -> np.ndarray:
         return self._norms
@@ -627,11 +755,19 @@ class HeldKernelBasis(KernelBasis):
         """This basis: it holds its norms and scaled matrix already."""
         return self
 
-    def scaled_array(self, scales: np.ndarray) -> np.ndarray:
+    def scaled_in_memory(self, scales: np.ndarray) -> Basis:
         """The held matrix (read-only) for the scales it was made with, else a new one
-        evaluated as the lazy basis does."""
+        made as the lazy basis makes it."""
         if np.array_equal(scales, self._scales):
-            return self._scaled
+            return self._held
+        return super().scaled_in_memory(scales)
+
+    def scaled_array(self, scales: np.ndarray) -> np.ndarray:
+        """The held matrix as an array for the scales it was made with (the held array
+        itself when it is one, read-only), else a new one evaluated as the lazy basis
+        does."""
+        if np.array_equal(scales, self._scales):
+            return self._held.toarray()
         return super().scaled_array(scales)
 
 
@@ -828,6 +964,9 @@ class ScaledBasis(Basis):
     def toarray(self) -> np.ndarray:
         held = self.basis.scaled_array(self.scales)
         return super().toarray() if held is None else held
+
+    def in_memory(self) -> Basis:
+        return self.basis.scaled_in_memory(self.scales)
 
     def sq_norms(self) -> np.ndarray:
         if self._sq_norms is not None:

@@ -10,6 +10,7 @@ from bayes_rvm.basis import (
     ExtraColumns,
     KernelBasis,
     ScaledBasis,
+    SymmetricScaledBasis,
     as_basis,
     weighted_sq_norms,
 )
@@ -215,3 +216,37 @@ def test_weighted_sq_norms_are_the_diagonal_of_the_weighted_gram_matrix(shape, r
     np.testing.assert_array_equal(norms, np.einsum("ij,ij,i->j", Phi, Phi, weights))
     np.testing.assert_allclose(weighted_sq_norms(np.asfortranarray(Phi), weights), norms)
     np.testing.assert_allclose(weighted_sq_norms(Phi, None), np.sum(Phi**2, axis=0))
+
+
+def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
+    """``scaled_in_memory`` of the RVM's square basis: the kernel matrix exactly symmetric
+    (its blocks mirrored: here 4 x 4 of them), columns and rows that are those of the
+    scaled matrix to the last bit, and products with one vector (``dsymv``) or several
+    that are the scaled matrix's to rounding. Other bases are held as their matrix."""
+    X = rng.normal(size=(70, 3))
+    basis = KernelBasis(X, RBF(0.4), extra=["linear"])
+    basis._square = 20  # square blocks of 20 x 20
+    scales = rng.uniform(0.5, 2.0, basis.n_columns)
+    held = basis.scaled_in_memory(scales)
+    assert isinstance(held, SymmetricScaledBasis) and held.in_memory() is held
+    np.testing.assert_array_equal(held.K, held.K.T)
+    Phi = held.toarray()
+    np.testing.assert_allclose(Phi, ScaledBasis(basis, scales).toarray(), rtol=1e-14)
+    idx = np.array([71, 3, 70, 69, 0, 73])  # bias, kernel and linear columns
+    np.testing.assert_array_equal(held.columns(idx), Phi[:, idx])
+    np.testing.assert_array_equal(held.rows([3, 69, 0]), Phi[[3, 69, 0]])
+    weights = rng.random(70)
+    for V in (rng.normal(size=70), rng.normal(size=(70, 1)), rng.normal(size=(70, 4))):
+        products, norms = held.transpose_dot_with_norms(V, weights)
+        assert products.shape == (basis.n_columns, *V.shape[1:])
+        np.testing.assert_allclose(products, Phi.T @ V, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(norms, np.diag(Phi.T @ (weights[:, None] * Phi)), rtol=1e-13)
+    np.testing.assert_allclose(held.sq_norms(), np.sum(Phi**2, axis=0), rtol=1e-13)
+    # not square, or a kernel not said to be symmetric: the scaled matrix itself
+    for other in (
+        KernelBasis(X, RBF(0.4), centres=X[:30]),
+        KernelBasis(X, CallableKernel(lambda A, B: A @ B.T)),
+    ):
+        in_memory = ScaledBasis(other, np.full(other.n_columns, 2.0)).in_memory()
+        assert isinstance(in_memory, DenseBasis)
+        np.testing.assert_array_equal(in_memory.toarray(), other.toarray() / 2.0)

@@ -10,7 +10,7 @@ import pytest
 
 from bayes_rvm import RVC
 from bayes_rvm._progress import ProgressLine
-from bayes_rvm.basis import HeldKernelBasis, KernelBasis, ScaledBasis
+from bayes_rvm.basis import HeldKernelBasis, KernelBasis, ScaledBasis, SymmetricScaledBasis
 from bayes_rvm.kernels import RBF
 from bayes_rvm.solvers import Prior
 from bayes_rvm.solvers._fit import column_scales
@@ -106,15 +106,31 @@ def test_invalid_n_jobs_is_named(three_classes, n_jobs, error):
         RVC(n_jobs=n_jobs).fit(X, y)
 
 
-@pytest.mark.parametrize("n_jobs", [None, 2])
-def test_one_vs_rest_evaluates_the_kernel_once_and_fits_each_class_as_alone(n_jobs, counting_rbf):
+@pytest.mark.parametrize(("n_jobs", "lazy"), [(None, False), (2, False), (None, True), (2, True)])
+def test_one_vs_rest_evaluates_the_kernel_once_and_fits_each_class_as_alone(
+    n_jobs, lazy, counting_rbf, monkeypatch
+):
     """The classifiers share one evaluation of the scaled kernel matrix and of the column
     norms (HeldKernelBasis), and each is the binary fit of its class against the rest,
-    to the last bit."""
+    to the last bit. ``lazy``: the basis is over BLOCK_BYTES (not evaluated as a matrix
+    by the fit), so the fits hold its symmetric kernel matrix (SymmetricScaledBasis),
+    in blocks of 50 x 50."""
+    from bayes_rvm import basis as basis_module
+
     rng = np.random.default_rng(1)
     X = rng.normal(size=(150, 2))
     y = np.digitize(X[:, 0] + 0.3 * X[:, 1], [-0.6, 0.0, 0.6])  # four classes
+    if lazy:
+        monkeypatch.setattr(basis_module, "BLOCK_BYTES", 8 * 50 * 50)
+        assert isinstance(KernelBasis(X, RBF(0.5)).evaluated(), KernelBasis)
+        held = []
+        init = SymmetricScaledBasis.__init__
+        monkeypatch.setattr(
+            SymmetricScaledBasis, "__init__", lambda self, *a: held.append(init(self, *a))
+        )
     model = RVC(kernel=counting_rbf(0.5), n_jobs=n_jobs).fit(X, y)
+    if lazy:
+        assert len(held) == 1  # one matrix, of the one-vs-rest fit
     if n_jobs is None:
         # the norms' pass (the symmetric blocks: N^2 values here) and the matrix (N^2),
         # where every classifier evaluating its own took 8 N^2; the kept columns and
@@ -148,3 +164,26 @@ def test_held_basis_holds_the_lazy_basis_values(rng):
     fitted = held.restrict(np.array([0, 5, 40]))
     np.testing.assert_array_equal(fitted.design(X), lazy.restrict([0, 5, 40]).design(X))
     assert not any(isinstance(v, np.ndarray) and v.size >= 40 * 40 for v in vars(fitted).values())
+
+
+def test_held_basis_over_the_block_size_holds_its_kernel_matrix(rng, monkeypatch):
+    """A basis the fits would not evaluate as a matrix is held as the symmetric kernel
+    matrix that a fit of it alone holds (read-only, shared by the fits); as an array it
+    is a new one, the scaled matrix to rounding."""
+    from bayes_rvm import basis as basis_module
+
+    monkeypatch.setattr(basis_module, "BLOCK_BYTES", 8 * 20 * 20)
+    X = rng.normal(size=(50, 2))
+    lazy = KernelBasis(X, RBF(0.7))
+    sq_norms = lazy.sq_norms()
+    scales = column_scales(lazy, sq_norms, Prior())
+    held = HeldKernelBasis(lazy, sq_norms, scales)
+    in_memory = ScaledBasis(held, scales).in_memory()
+    assert isinstance(in_memory, SymmetricScaledBasis)
+    assert in_memory is held.scaled_in_memory(scales)
+    np.testing.assert_array_equal(in_memory.K, ScaledBasis(lazy, scales).in_memory().K)
+    with pytest.raises(ValueError, match="read-only"):
+        in_memory.K[0, 0] = 1.0
+    array = held.scaled_array(scales)
+    assert array.flags.writeable
+    np.testing.assert_allclose(array, ScaledBasis(lazy, scales).toarray(), rtol=1e-14)

@@ -174,25 +174,32 @@ def _ripley_design():
     return KernelBasis(data.X_train, RBF(4.0)).toarray(), data.y_train.astype(float)
 
 
-@pytest.mark.parametrize("rows_at_a_time", [None, 7])
-def test_mode_update_reweighs_only_the_rows_that_moved(monkeypatch, rows_at_a_time):
+@pytest.mark.parametrize(
+    ("rows_at_a_time", "symmetric"), [(None, False), (7, False), (None, True), (7, True)]
+)
+def test_mode_update_reweighs_only_the_rows_that_moved(monkeypatch, rows_at_a_time, symmetric):
     """Within the ascent a mode update re-weighs only the rows whose weight or weighted
     target moved by more than mode_rows x max B: the products are then those of the
     weights the loop holds, exactly (checked against products from scratch), and those
     weights are within that distance of B at the new latent values. The moved rows are
-    gathered in blocks (here also 7 rows at a time)."""
+    gathered in blocks (here also 7 rows at a time), from the matrix or (``symmetric``)
+    from the kernel matrix the RVM's square basis is held as."""
     Phi, t = _ripley_design()
     if rows_at_a_time is not None:
         monkeypatch.setattr(_outer, "BLOCK_BYTES", 8 * Phi.shape[1] * rows_at_a_time)
     n, n_basis = Phi.shape
     schedule = sequential.LargeSchedule(mode_rows=1e-3)
     basis = as_basis(Phi)
+    if symmetric:
+        data = datasets.load_ripley()
+        basis = KernelBasis(data.X_train, RBF(4.0)).scaled_in_memory(np.ones(n_basis))
+        np.testing.assert_allclose(basis.toarray(), Phi, rtol=1e-14)
     compression = Compression.none(basis, t)
     scales = np.sqrt(compression.sq_norms)
     ws = Workspace(t, compression.phi_t, np.ones(n_basis), 1.0, schedule)
     run = Ascent(ws, CrossCache(basis, scales, 1, schedule.cache_bytes), Stopping(100, 1e-6))
     link = Bernoulli(t)
-    mode = ModeLoop(link, Prior(), schedule, False, (Phi, scales))
+    mode = ModeLoop(link, Prior(), schedule, False, (basis, scales))
     mode.weigh(run, np.zeros(n))
     run.add_first(np.ones(n_basis, dtype=bool))
     mode.update(run, exact=True)

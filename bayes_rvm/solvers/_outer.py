@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from bayes_rvm.basis import BLOCK_BYTES
+from bayes_rvm.basis import BLOCK_BYTES, Basis, weighted_sq_norms
 from bayes_rvm.evidence import Prior, noise_variance
 from bayes_rvm.laplace import Bernoulli, hessian_factor, log_evidence_laplace, posterior_mode
 from bayes_rvm.solvers._ascent import Ascent, Outcome
@@ -86,7 +86,7 @@ class ModeLoop:
     weighted Gaussian objective; each update resets it to the Laplace evidence (Bishop
     2006, eq. 7.114), so the path need not increase across updates.
 
-    With the basis in memory (``rows``: the matrix and its column norms), an update
+    With the basis in memory (``rows``: that basis and its column norms), an update
     re-weighs only the rows whose weight ``B_n`` or weighted target ``(B t^)_n`` moved by
     more than ``mode_rows`` times the largest ``y (1 - y)`` (times the row's likelihood
     weight) since they were last weighed: the products are then exact for weights within
@@ -102,7 +102,7 @@ class ModeLoop:
         prior: Prior,
         schedule: LargeSchedule,
         verbose: bool,
-        rows: tuple[np.ndarray, np.ndarray] | None = None,
+        rows: tuple[Basis, np.ndarray] | None = None,
     ):
         self.link = link
         self.prior = prior
@@ -173,19 +173,19 @@ class ModeLoop:
         if not rows.size:
             return
         assert self.rows is not None
-        Phi, scales = self.rows
+        basis, scales = self.rows
         M = ws.M
         delta_w = weights[rows] - self.weights[rows]
         V = np.column_stack(
             [delta_w[:, None] * ws.Phi[rows, :M], target[rows] - self.target[rows]]
         )
-        products = np.zeros((Phi.shape[1], M + 1))
-        unit = np.zeros(Phi.shape[1])
-        step = max(1, BLOCK_BYTES // (8 * Phi.shape[1]))  # rows gathered at a time
+        products = np.zeros((basis.n_columns, M + 1))
+        unit = np.zeros(basis.n_columns)
+        step = max(1, BLOCK_BYTES // (8 * basis.n_columns))  # rows gathered at a time
         for start in range(0, rows.size, step):
-            block = Phi[rows[start : start + step]]
+            block = basis.rows(rows[start : start + step])
             products += block.T @ V[start : start + step]
-            unit += np.einsum("ij,ij,i->j", block, block, delta_w[start : start + step])
+            unit += weighted_sq_norms(block, delta_w[start : start + step])
         products /= scales[:, None]
         unit /= scales**2
         self.weights, self.target = self.weights.copy(), self.target.copy()

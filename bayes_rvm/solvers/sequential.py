@@ -79,7 +79,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayes_rvm.basis import Basis, DenseBasis, as_basis
+from bayes_rvm.basis import Basis, DenseBasis
 from bayes_rvm.evidence import delta_add
 from bayes_rvm.laplace import Bernoulli, LaplaceMode, log_evidence_laplace
 from bayes_rvm.posterior import GaussianFit, fit_gaussian, gaussian_posterior
@@ -175,7 +175,7 @@ def fit(
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
         # path's resolution test and joint Newton steps fit such bases
     if link is not None and large.holds(basis.shape):
-        basis = as_basis(basis.toarray())
+        basis = basis.in_memory()
         products = _Products.of(basis, Compression.none(basis, t), t, large, dense=True)
     else:
         wide = link is None and noise_var is None and basis.n_columns > schedule.working_set
@@ -202,7 +202,7 @@ def fit(
         noise_fixed = True
         ws = Workspace(t, products.start_phi_t, products.start_unit, 1.0, large)
         run = Ascent(ws, products.start, stop, polish=True)
-        rows = (basis.toarray(), products.scales) if products.dense else None
+        rows = (basis, products.scales) if products.dense else None
         outer = mode = ModeLoop(link, prior, large, verbose, rows)
         mode.weigh(run, np.zeros(t.size))  # the empty model: y = 1/2 everywhere
         run.add_first(products.usable)
