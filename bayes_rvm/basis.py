@@ -210,10 +210,14 @@ class Basis(ABC):
         held = self.scaled_array(scales)
         return DenseBasis(ScaledBasis(self, scales).toarray() if held is None else held)
 
-    def rows(self, idx) -> np.ndarray:
-        """``Phi[idx]`` as an ``(len(idx), n_columns)`` array (evaluates the whole matrix
-        unless the basis holds it)."""
-        return self.toarray()[np.asarray(idx, dtype=np.intp)]
+    def row_products(
+        self, idx, V: np.ndarray, weights: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(Phi_r^T V, diag(Phi_r^T W Phi_r))`` for the rows ``Phi_r = Phi[idx]`` alone,
+        ``V`` of shape ``(len(idx), k)`` and ``W = diag(weights)`` (one weight per row of
+        ``idx``). Evaluates the whole matrix unless the basis holds it."""
+        block = self.toarray()[np.asarray(idx, dtype=np.intp)]
+        return block.T @ V, weighted_sq_norms(block, weights)
 
     def evaluated(self) -> Basis:
         """The basis a fit uses: a basis that evaluates its columns on demand returns
@@ -314,9 +318,6 @@ class DenseBasis(Basis):
     def scaled_array(self, scales: np.ndarray) -> np.ndarray:
         return self.Phi / scales
 
-    def rows(self, idx) -> np.ndarray:
-        return self.Phi[np.asarray(idx, dtype=np.intp)]
-
     def in_memory(self) -> Basis:
         return self
 
@@ -359,14 +360,6 @@ class SymmetricScaledBasis(Basis):
         out /= self.scales[idx]
         return out
 
-    def rows(self, idx) -> np.ndarray:
-        idx = np.asarray(idx, dtype=np.intp)
-        out = np.empty((idx.size, self.n_columns))
-        out[:, : self.n_rows] = self.K[idx]
-        out[:, self.n_rows :] = self.tail[idx]
-        out /= self.scales
-        return out
-
     def transpose_dot(self, V: np.ndarray) -> np.ndarray:
         V = np.asarray(V, dtype=np.float64)
         if V.ndim == 1 or V.shape[1] == 1:
@@ -380,15 +373,24 @@ class SymmetricScaledBasis(Basis):
     def transpose_dot_with_norms(
         self, V: np.ndarray, weights: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        return self.transpose_dot(V), self._norms(weights)
+        return self.transpose_dot(V), self._norms(self.K, self.tail, weights)
 
     def sq_norms(self) -> np.ndarray:
-        return self._norms(None)
+        return self._norms(self.K, self.tail, None)
 
-    def _norms(self, weights: np.ndarray | None) -> np.ndarray:
-        norms = np.concatenate(
-            [weighted_sq_norms(self.K, weights), weighted_sq_norms(self.tail, weights)]
-        )
+    def row_products(
+        self, idx, V: np.ndarray, weights: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``K`` and ``T`` as they are held (a copy of the rows alone), the
+        scales applied to the products."""
+        idx = np.asarray(idx, dtype=np.intp)
+        K, tail = self.K[idx], self.tail[idx]
+        products = np.concatenate([K.T @ V, tail.T @ V]) / self.scales[:, None]
+        return products, self._norms(K, tail, weights)
+
+    def _norms(self, K: np.ndarray, tail: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+        """``diag(Phi^T W Phi)`` over the rows of ``[K | T]`` given."""
+        norms = np.concatenate([weighted_sq_norms(K, weights), weighted_sq_norms(tail, weights)])
         return norms / self.scales**2
 
     def toarray(self) -> np.ndarray:

@@ -234,8 +234,11 @@ def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
     np.testing.assert_allclose(Phi, ScaledBasis(basis, scales).toarray(), rtol=1e-14)
     idx = np.array([71, 3, 70, 69, 0, 73])  # bias, kernel and linear columns
     np.testing.assert_array_equal(held.columns(idx), Phi[:, idx])
-    np.testing.assert_array_equal(held.rows([3, 69, 0]), Phi[[3, 69, 0]])
     weights = rng.random(70)
+    rows, V = np.array([3, 69, 0]), rng.normal(size=(3, 2))
+    products, norms = held.row_products(rows, V, weights[rows])
+    np.testing.assert_allclose(products, Phi[rows].T @ V, rtol=1e-13)
+    np.testing.assert_allclose(norms, weights[rows] @ Phi[rows] ** 2, rtol=1e-13)
     for V in (rng.normal(size=70), rng.normal(size=(70, 1)), rng.normal(size=(70, 4))):
         products, norms = held.transpose_dot_with_norms(V, weights)
         assert products.shape == (basis.n_columns, *V.shape[1:])

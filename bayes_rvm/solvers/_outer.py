@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from bayes_rvm.basis import BLOCK_BYTES, Basis, weighted_sq_norms
+from bayes_rvm.basis import BLOCK_BYTES, Basis
 from bayes_rvm.evidence import Prior, noise_variance
 from bayes_rvm.laplace import Bernoulli, hessian_factor, log_evidence_laplace, posterior_mode
 from bayes_rvm.solvers._ascent import Ascent, Outcome
@@ -183,9 +183,10 @@ class ModeLoop:
         unit = np.zeros(basis.n_columns)
         step = max(1, BLOCK_BYTES // (8 * basis.n_columns))  # rows gathered at a time
         for start in range(0, rows.size, step):
-            block = basis.rows(rows[start : start + step])
-            products += block.T @ V[start : start + step]
-            unit += weighted_sq_norms(block, delta_w[start : start + step])
+            block = slice(start, start + step)
+            block_products, block_unit = basis.row_products(rows[block], V[block], delta_w[block])
+            products += block_products
+            unit += block_unit
         products /= scales[:, None]
         unit /= scales**2
         self.weights, self.target = self.weights.copy(), self.target.copy()
