@@ -21,7 +21,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import combinations_with_replacement
 
-import numba
 import numpy as np
 from scipy.linalg import blas, lapack
 from sklearn.cluster import kmeans_plusplus
@@ -106,26 +105,15 @@ def weighted_sq_norms(Phi: np.ndarray, weights: np.ndarray | None) -> np.ndarray
     """``diag(Phi^T W Phi)`` for ``W = diag(weights)`` (the identity when ``None``).
 
     With weights and a C-ordered ``Phi``, one compiled pass over the rows
-    (:func:`_row_weighted_sq_norms`); the three-operand ``einsum`` it replaces gives the
-    same bits in 2.5 times the time."""
+    (:func:`bayes_rvm._row_pass.row_weighted_sq_norms`); the three-operand ``einsum`` it
+    replaces gives the same bits in 2.5 times the time."""
     if weights is None:
         return np.einsum("ij,ij->j", Phi, Phi)
     if Phi.flags.c_contiguous:
-        return _row_weighted_sq_norms(Phi, weights)
+        from bayes_rvm._row_pass import row_weighted_sq_norms  # numba, on first use
+
+        return row_weighted_sq_norms(Phi, weights)
     return np.einsum("ij,ij,i->j", Phi, Phi, weights)
-
-
-@numba.njit(cache=True, nogil=True)
-def _row_weighted_sq_norms(Phi, weights):
-    """``sum_i (Phi_ij Phi_ij) w_i`` for every ``j``, accumulated row by row in the order
-    and with the products of ``np.einsum("ij,ij,i->j", ...)`` on a C-ordered ``Phi``."""
-    n_rows, n_columns = Phi.shape
-    out = np.zeros(n_columns)
-    for i in range(n_rows):
-        w = weights[i]
-        for j in range(n_columns):
-            out[j] += (Phi[i, j] * Phi[i, j]) * w
-    return out
 
 
 def fold_rows(R: np.ndarray, rows: np.ndarray, triangular: bool = False) -> np.ndarray:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -202,6 +205,12 @@ def test_dense_scaled_array_is_a_new_array(rng):
     np.testing.assert_array_equal(scaled, Phi / scales)
     scaled[:] = 0.0
     assert np.all(Phi != 0.0)
+
+
+def test_importing_the_package_does_not_import_numba():
+    """The compiled loops and row passes import numba on their first use."""
+    code = "import sys, bayes_rvm; assert 'numba' not in sys.modules, 'numba imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (0, 3), (3, 0), (37, 5), (300, 211), (1000, 3)])
