@@ -28,7 +28,7 @@ import dask.array as da
 import numpy as np
 
 from bayes_rvm._validation import check_design
-from bayes_rvm.basis import ExtraColumns, KernelBasis, fold_rows
+from bayes_rvm.basis import Basis, DenseBasis, ExtraColumns, KernelBasis, fold_rows
 from bayes_rvm.kernels import Kernel
 
 __all__ = ["DaskKernelBasis", "check_dask_inputs"]
@@ -187,3 +187,8 @@ class DaskKernelBasis(KernelBasis):
     def toarray(self) -> np.ndarray:
         """The whole matrix gathered to the client (``n_rows x n_columns`` floats)."""
         return self.columns(np.arange(self.n_columns))
+
+    def scaled_in_memory(self, scales: np.ndarray) -> Basis:
+        """The scaled matrix gathered to the client, as a :class:`DenseBasis` (a basis
+        the classification path holds in memory)."""
+        return DenseBasis(self.scaled_array(scales))

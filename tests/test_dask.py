@@ -12,7 +12,7 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from bayes_rvm import RVC, RVR  # noqa: E402
-from bayes_rvm.basis import KernelBasis  # noqa: E402
+from bayes_rvm.basis import DenseBasis, KernelBasis, ScaledBasis  # noqa: E402
 from bayes_rvm.dask import DaskKernelBasis  # noqa: E402
 from bayes_rvm.kernels import RBF  # noqa: E402
 from bayes_rvm.solvers import sequential  # noqa: E402
@@ -61,6 +61,13 @@ def test_passes_and_columns_equal_the_in_memory_basis(data):
     np.testing.assert_array_equal(remote.columns(idx), local.columns(idx))
     assert remote.columns([]).shape == local.columns([]).shape == (240, 0)
     np.testing.assert_allclose(remote.cross(idx), local.cross(idx), rtol=1e-12, atol=1e-12)
+    # held in memory (a classification fit): the matrix gathered from the chunks
+    scales = np.random.default_rng(2).uniform(0.5, 2.0, remote.n_columns)
+    held = ScaledBasis(remote, scales).in_memory()
+    assert isinstance(held, DenseBasis)
+    np.testing.assert_allclose(
+        held.toarray(), ScaledBasis(local, scales).in_memory().toarray(), rtol=1e-12
+    )
 
 
 def test_reduction_equals_the_in_memory_one(data):
