@@ -316,10 +316,10 @@ class SymmetricScaledBasis(Basis):
     and the scales ``D``.
 
     A product ``Phi^T v`` with one vector (the column fetches of the sequential
-    classification path) reads one triangle of ``K`` (BLAS ``dsymv``): half the memory
-    traffic of a general matrix-vector product, which is what such a product costs at
-    ``N`` in the thousands. Products with several vectors are matrix products over the
-    whole of ``K``. Columns and rows of ``K`` are the same values (``K`` is exactly
+    classification path) reads one triangle of ``K`` (BLAS ``dsymv``). At ``N`` in the
+    thousands such a product is bound by memory traffic, so reading half the matrix
+    halves its time. Products with several vectors are matrix products over the whole
+    of ``K``. Columns and rows of ``K`` are the same values (``K`` is exactly
     symmetric: :meth:`KernelBasis.scaled_in_memory` writes each block once and mirrors
     it), so a column is read as a contiguous row.
 
