@@ -194,9 +194,9 @@ class Basis(ABC):
         return DenseBasis(self.toarray())
 
     def scaled_in_memory(self, scales: np.ndarray) -> Basis:
-        """``Phi / scales`` as a matrix in memory: :meth:`in_memory` of the scaled basis."""
-        held = self.scaled_array(scales)
-        return DenseBasis(ScaledBasis(self, scales).toarray() if held is None else held)
+        """``Phi / scales`` as a matrix in memory: :meth:`in_memory` of the scaled basis,
+        whose :meth:`~ScaledBasis.toarray` takes :meth:`scaled_array` when there is one."""
+        return DenseBasis(ScaledBasis(self, scales).toarray())
 
     def row_products(
         self, idx, V: np.ndarray, weights: np.ndarray
@@ -608,28 +608,33 @@ class KernelBasis(Basis):
         (through its rows ``I``) and, off the diagonal, the columns ``I`` (rows ``J``),
         so a pass evaluates about half the kernel values. With one block (``N`` up to
         :data:`BLOCK_BYTES` of a square) it is the column-block pass, to the last digit."""
-        n, step = self.n_centres, self._square
+        n = self.n_centres
         if product is not None:
             product[:n] = 0.0
         if norms is not None:
             norms[:n] = 0.0
+        for left, right, K in self._square_blocks():
+            mirrored = left != right
+            if product is not None:
+                product[right] += K.T @ V[left]
+                if mirrored:
+                    product[left] += K @ V[right]
+            if norms is not None:
+                norms[right] += weighted_sq_norms(K, None if weights is None else weights[left])
+                if mirrored:
+                    norms[left] += weighted_sq_norms(
+                        K.T, None if weights is None else weights[right]
+                    )
+
+    def _square_blocks(self):
+        """``(I, J, k(X_I, X_J))`` for the square blocks ``I <= J`` of ``k(X, X)``, sides
+        of ``_square`` rows, in row-major order: each pair of inputs once."""
+        n, step = self.n_centres, self._square
         for i in range(0, n, step):
             left = slice(i, min(i + step, n))
             for j in range(i, n, step):
                 right = slice(j, min(j + step, n))
-                K = self._kernel(self.X[left], self.X[right])
-                if product is not None:
-                    product[right] += K.T @ V[left]
-                    if j > i:
-                        product[left] += K @ V[right]
-                if norms is not None:
-                    norms[right] += weighted_sq_norms(
-                        K, None if weights is None else weights[left]
-                    )
-                    if j > i:
-                        norms[left] += weighted_sq_norms(
-                            K.T, None if weights is None else weights[right]
-                        )
+                yield left, right, self._kernel(self.X[left], self.X[right])
 
     def _augmented_blocks(self, t: np.ndarray, row_scale: np.ndarray | None):
         """Rows of ``[D Phi | t]`` evaluated a block at a time: memory ``O(rows n)``."""
@@ -677,19 +682,15 @@ class KernelBasis(Basis):
         """A :class:`SymmetricScaledBasis` when every input is a centre and the kernel is
         symmetric (the RVM's basis), else the scaled matrix as a :class:`DenseBasis`."""
         if not (self._square_matrix and getattr(self.kernel, "symmetric", False) is True):
-            return DenseBasis(self.scaled_array(scales))
-        n, step = self.n_centres, self._square
+            return super().scaled_in_memory(scales)
+        n = self.n_centres
         K = np.empty((n, n))
-        for i in range(0, n, step):  # each square block once, and its mirror image
-            left = slice(i, min(i + step, n))
-            for j in range(i, n, step):
-                right = slice(j, min(j + step, n))
-                block = self._kernel(self.X[left], self.X[right])
-                if j == i:  # its upper triangle, mirrored
-                    block = np.triu(block) + np.triu(block, 1).T
-                K[left, right] = block
-                if j > i:
-                    K[right, left] = block.T
+        for left, right, block in self._square_blocks():  # each once, and its mirror image
+            if left == right:  # a diagonal block: its upper triangle, mirrored
+                block = np.triu(block) + np.triu(block, 1).T
+            else:
+                K[right, left] = block.T
+            K[left, right] = block
         tail = np.empty((n, self.n_columns - n))
         if self.bias:
             tail[:, 0] = 1.0
