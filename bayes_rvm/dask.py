@@ -28,7 +28,7 @@ import dask.array as da
 import numpy as np
 
 from bayes_rvm._validation import check_design
-from bayes_rvm.basis import Basis, DenseBasis, ExtraColumns, KernelBasis, fold_rows
+from bayes_rvm.basis import Basis, ExtraColumns, KernelBasis, fold_rows
 from bayes_rvm.kernels import Kernel
 
 __all__ = ["DaskKernelBasis", "check_dask_inputs"]
@@ -190,5 +190,6 @@ class DaskKernelBasis(KernelBasis):
 
     def scaled_in_memory(self, scales: np.ndarray) -> Basis:
         """The scaled matrix gathered to the client, as a :class:`DenseBasis` (a basis
-        the classification path holds in memory)."""
-        return DenseBasis(self.scaled_array(scales))
+        the classification path holds in memory): the inputs are not in memory, so not
+        :class:`KernelBasis`' symmetric kernel matrix."""
+        return Basis.scaled_in_memory(self, scales)
