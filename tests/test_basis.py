@@ -229,9 +229,10 @@ def test_weighted_sq_norms_are_the_diagonal_of_the_weighted_gram_matrix(shape, r
 
 def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
     """``scaled_in_memory`` of the RVM's square basis: the kernel matrix exactly symmetric
-    (its blocks mirrored: here 4 x 4 of them), columns and rows that are those of the
-    scaled matrix to the last bit, and products with one vector (``dsymv``) or several
-    that are the scaled matrix's to rounding. Other bases are held as their matrix."""
+    (its blocks mirrored: here 4 x 4 of them), columns that are those of the scaled
+    matrix to the last bit, and the products of some rows, of one vector (``dsymv``) or
+    of several that are the scaled matrix's to rounding. Other bases are held as their
+    matrix."""
     X = rng.normal(size=(70, 3))
     basis = KernelBasis(X, RBF(0.4), extra=["linear"])
     basis._square = 20  # square blocks of 20 x 20
