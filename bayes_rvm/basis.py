@@ -195,7 +195,7 @@ class Basis(ABC):
 
     def scaled_in_memory(self, scales: np.ndarray) -> Basis:
         """``Phi / scales`` as a matrix in memory: :meth:`in_memory` of the scaled basis,
-        whose :meth:`~ScaledBasis.toarray` takes :meth:`scaled_array` when there is one."""
+        whose ``toarray`` takes :meth:`scaled_array` when there is one."""
         return DenseBasis(ScaledBasis(self, scales).toarray())
 
     def row_products(
