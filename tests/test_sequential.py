@@ -499,6 +499,38 @@ def _assert_certified(basis, t, fit):
     assert noise <= 1e-6 + resolution
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compiled_certificate_at_an_ill_conditioned_posterior(seed):
+    """The compiled loop at a low fixed noise (Friedman #1, 100 points, RBF 0.1, noise
+    variance 0.002 var(t): 70-80 active columns, cond(H) near 1e11): converged means no
+    add gains more than tol, from the N x N marginal covariance, and the loop's exact S, Q
+    of the inactive columns are those of that covariance. With S = beta - beta^2 c^T Sigma
+    c their errors reached 7e-7 beta, while the smallest S are 3e-9 beta: S came out below
+    zero for columns whose add gains 1.2 to 7 nats, and the loop reported convergence."""
+    from bayes_rvm.evidence import delta_add
+
+    X, y = make_friedman1(n_samples=100, n_features=10, noise=1.0, random_state=seed)
+    Phi = KernelBasis(X, RBF(0.1), bias=True).toarray()
+    t = y / np.sqrt(np.mean(y**2))
+    B = (Phi / np.linalg.norm(Phi, axis=0)).T.copy()
+    beta = 1.0 / (0.002 * t.var())
+    ascent = Ascent(
+        B, t, beta, learn_noise=False, prior=Prior(), tol=1e-6, max_iter=10**6,
+        schedule=Schedule(),
+    )  # fmt: skip
+    assert ascent.run() == Status.CONVERGED
+    active, alpha = ascent.model()
+    S, Q = _dense_sq(B.T, t, active, alpha, beta)
+    inactive = np.setdiff1d(np.arange(B.shape[0]), active)
+    assert delta_add(S[inactive], Q[inactive]).max() <= 1e-6
+    # the sums of squares of L^-1 beta c lose about eps cond(L) beta (cond(L) near 3e5):
+    # measured up to 2e-11 beta
+    S_loop, Q_loop = ascent.readd_gain_inputs()
+    np.testing.assert_allclose(S_loop[inactive], S[inactive], rtol=0, atol=1e-10 * beta)
+    # Q = beta (phi^T t - c^T mu) cancels against large weights: measured up to 1e-9 beta
+    np.testing.assert_allclose(Q_loop[inactive], Q[inactive], rtol=0, atol=5e-9 * beta)
+
+
 def test_compiled_loss_of_definiteness_falls_back_to_the_large_path():
     """A broad kernel on standardised sinc data (cond(H) near 1/eps) on which the compiled
     loop loses positive definiteness: the fit continues on the large path (it used to
@@ -613,6 +645,27 @@ def test_compiled_refactor_on_large_active_sets(m):
     np.testing.assert_allclose(np.triu(L[:m, :m]).T, np.linalg.cholesky(H), rtol=1e-10, atol=1e-13)
     alpha[m // 2] = -1e9  # H indefinite
     assert np.isnan(_steps.refactor(*args))
+
+
+@pytest.mark.parametrize("m", [1, 64, 150])
+def test_compiled_forward_substitution(m):
+    """The compiled loop's ``L^-1 b`` for many right-hand sides (one block of 64 rows, and
+    blocks whose products with the rows solved before go through BLAS), from the factor
+    held as ``U = L^T`` in arrays with spare room, against scipy's triangular solve."""
+    from scipy.linalg import solve_triangular
+
+    from bayes_rvm.solvers._factor import forward_rows
+
+    rng = np.random.default_rng(m)
+    A = rng.normal(size=(2 * m, m))
+    L = np.linalg.cholesky(A.T @ A + np.eye(m))
+    cap, n = m + 3, 37
+    U = np.zeros((cap, cap))
+    U[:m, :m] = L.T
+    b = rng.normal(size=(m, n))
+    out = np.zeros((m, n))
+    forward_rows(U, m, b, out)
+    np.testing.assert_allclose(out, solve_triangular(L, b, lower=True), rtol=1e-12, atol=1e-12)
 
 
 def test_compiled_newton_steps_end_at_the_joint_optimum(monkeypatch):

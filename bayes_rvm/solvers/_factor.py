@@ -1,5 +1,6 @@
 """Compiled factorisations of the sequential solver's step loop (:mod:`._steps`):
-Cholesky factors and triangular inverses of ``H = A + beta Phi_a^T Phi_a``.
+Cholesky factors, triangular inverses and triangular solves of
+``H = A + beta Phi_a^T Phi_a``.
 
 Below :data:`BLOCKED` active columns they are scalar loops; from there LAPACK's Cholesky
 and blocked triangular products (BLAS-3).
@@ -16,6 +17,7 @@ __all__ = [
     "BLOCKED",
     "cholesky",
     "cholesky_lapack",
+    "forward_rows",
     "lower_gram_blocked",
     "lower_inverse",
     "lower_inverse_blocked",
@@ -107,3 +109,27 @@ def lower_gram_blocked(X, out):
         k1 = min(k0 + _BLOCK, M)
         rows = np.ascontiguousarray(X[k0:k1, :k1])
         out[:k1, :k1] += np.dot(np.ascontiguousarray(rows.T), rows)
+
+
+@_jit
+def forward_rows(U, M, b, out):
+    """``out[:M] = L^-1 b[:M]`` for ``L = U[:M, :M]^T`` (``U`` upper triangular) and the
+    ``M x n`` right-hand sides ``b``, by forward substitution: block row ``K`` of the
+    solution is ``L_KK^-1 (b_K - L_K,:K out_:K)``, the product by BLAS and the diagonal
+    block a row of ``U`` at a time, along contiguous rows of ``b`` and ``out``."""
+    n = b.shape[1]
+    for k0 in range(0, M, _BLOCK):
+        k1 = min(k0 + _BLOCK, M)
+        acc = b[k0:k1].copy()
+        if k0:
+            # L_K,:K = U[:k0, K]^T
+            acc -= np.dot(np.ascontiguousarray(U[:k0, k0:k1].T), out[:k0])
+        for k in range(k0, k1):
+            d = U[k, k]
+            for m in range(n):
+                out[k, m] = acc[k - k0, m] / d
+            for a in range(k + 1, k1):
+                u = U[k, a]
+                if u != 0.0:
+                    for m in range(n):
+                        acc[a - k0, m] -= u * out[k, m]

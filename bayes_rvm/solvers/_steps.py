@@ -31,6 +31,7 @@ from bayes_rvm.solvers._factor import (
     BLOCKED,
     cholesky,
     cholesky_lapack,
+    forward_rows,
     lower_gram_blocked,
     lower_inverse,
     lower_inverse_blocked,
@@ -167,14 +168,19 @@ def refresh(
         return False
     n_basis = S.size
     Ca = C[:M]
-    W = np.dot(np.ascontiguousarray(Sigma[:M, :M]), Ca)  # Sigma Phi_a^T Phi~, M x n_basis
+    # X = L^-1 beta Phi_a^T Phi~ (M x n_basis): S from its sums of squares, which lose
+    # fewer digits than beta^2 c^T Sigma c (an S near rounding of that form can come out
+    # negative and hide a column that gains)
+    X = np.empty((M, n_basis))
+    forward_rows(L_keep, M, beta * Ca, X)
     cm = np.dot(mu[:M].copy(), Ca)
+    xx = np.zeros(n_basis)
+    for a in range(M):
+        for m in range(n_basis):
+            xx[m] += X[a, m] * X[a, m]
     for m in range(n_basis):
-        cs = 0.0
-        for a in range(M):
-            cs += W[a, m] * Ca[a, m]
         # Tipping & Faul (2003) eq. 24-25
-        S[m] = beta * unit[m] - beta * beta * cs
+        S[m] = beta * unit[m] - xx[m]
         Q[m] = beta * (phi_t[m] - cm[m])
     fstate[F_LOG_EV] = log_evidence(alpha, Phi, t, n_rows, mu, M, beta, logdet, has_hyper, c, d)
     istate[I_FRESH] = 1
