@@ -166,8 +166,8 @@ def test_reduced_fit_starts_at_the_least_squares_bound(monkeypatch):
     least-squares residual of the whole basis per row, which the reduced design carries
     as its last entry. With many more rows than columns that bound is close to the
     optimum: the reduced fit starts there, runs one ascent (a second from the same start
-    would repeat it; a reduced design runs no third), and reaches
-    the direct fit, which starts lower and runs three."""
+    would repeat it; a reduced design runs no third or fourth), and reaches
+    the direct fit, which starts lower and runs four."""
     Phi, t = _sparse_problem(8, n=4000, m=40, noise=3.0)
     starts = []
     init = _compiled.Ascent.__init__
@@ -181,7 +181,7 @@ def test_reduced_fit_starts_at_the_least_squares_bound(monkeypatch):
     reduced = _fit(DenseBasis(Phi), t, reduce=True)
     assert starts == [pytest.approx(bound, rel=1e-10)]
     direct = _fit(DenseBasis(Phi), t, reduce=False)
-    assert len(starts) == 4 and starts[1] < 0.1 * bound
+    assert len(starts) == 5 and starts[1] < 0.1 * bound
     assert 1.0 / reduced.beta >= bound
     # the same optimum, each fit to its own tolerance: both certified (no action gains
     # more than tol, no re-estimate more than polish tol), so their log evidence agrees

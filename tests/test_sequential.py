@@ -848,14 +848,14 @@ def test_working_set_ends_when_its_ascent_refuses_the_gains():
     assert fit.readd_gain.max() > 1e-6  # gains the certificate saw and the ascent refused
 
 
-@pytest.mark.parametrize(("n", "seed"), [(200, 4), (300, 7)])
-def test_the_best_of_the_ascents_is_returned(n, seed, monkeypatch):
-    """On a held basis three ascents run (from 0.02 var(t), then a quarter of and the
-    first one's noise estimate) and the highest log evidence wins; a reduced design (the
-    same rows given as ``full_t``) runs two, and ``third_start=None`` is exactly the
-    two-ascent fit.
-    On these Friedman #1 data sets the third ascent ends highest (on most others it
-    ends lower: a start at the estimated noise keeps fewer of these broad columns)."""
+@pytest.mark.parametrize(("n", "seed", "winner"), [(200, 4, 3), (300, 7, 2)])
+def test_the_best_of_the_ascents_is_returned(n, seed, winner, monkeypatch):
+    """On a held basis four ascents run (from 0.02 var(t); then from a quarter of, from,
+    and in the slower continuation from 0.05 times the first one's noise estimate) and
+    the highest log evidence wins; a reduced design (the same rows given as ``full_t``)
+    runs two, and ``third_start=None, slow_start=None`` is exactly the two-ascent fit.
+    On these Friedman #1 data sets the slow fourth ascent (N=200: 87.8 against 63.3 for
+    the best of the others) and the third (N=300: 191.6 against 186.5) end highest."""
     from bayes_rvm.solvers import _compiled
 
     X, t = make_friedman1(n, noise=1.0, random_state=seed)
@@ -873,13 +873,15 @@ def test_the_best_of_the_ascents_is_returned(n, seed, monkeypatch):
     monkeypatch.setattr(_compiled.Ascent, "run", recording)
     options = {"prior": Prior(), "max_iter": 100_000, "tol": 1e-6}
     best, status = _compiled.ascend_dense(B, t, schedule=Schedule(), **options)
-    assert status == Status.CONVERGED and len(ended) == 3
+    assert status == Status.CONVERGED and len(ended) == 4
     assert all(s == Status.CONVERGED for _, s in ended)
+    assert [ascent.schedule.noise_growth for ascent, _ in ended] == [2.0, 2.0, 2.0, 1.5]
     evidences = [ascent.log_evidence for ascent, _ in ended]
     assert best is ended[int(np.argmax(evidences))][0]
-    assert best is ended[2][0] and evidences[2] > max(evidences[:2]) + 0.1
+    others = [e for k, e in enumerate(evidences) if k != winner]
+    assert best is ended[winner][0] and evidences[winner] > max(others) + 0.1
     first = ended[0][0]
-    two = Schedule(third_start=None)
+    two = Schedule(third_start=None, slow_start=None)
     ended.clear()
     alone, _ = _compiled.ascend_dense(B, t, schedule=two, **options)
     assert len(ended) == 2 and alone.log_evidence == max(evidences[:2])

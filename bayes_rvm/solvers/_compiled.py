@@ -12,7 +12,11 @@ Two ascents run: one from :attr:`Schedule.start_noise` ``var(t)``, and one from
 its optimum, where a high-noise optimum of the first cannot trap it); on a held basis
 (not a reduced design), where an ascent costs milliseconds, a third from
 :attr:`Schedule.third_start` times that variance (at the first one's noise, where the
-model may need fewer columns). The one with the highest log evidence is returned. None
+model may need fewer columns) and a fourth from :attr:`Schedule.slow_start` times it, in
+a slower continuation (the noise variance at most :attr:`Schedule.slow_growth` times
+larger per update: an ``alpha`` sub-problem solved loosely at a low noise keeps too few
+columns, its residual overstates the noise, and a fast continuation follows it to a
+high-noise optimum). The one with the highest log evidence is returned. None
 starts below a lower bound of every noise optimum when one is known (the least-squares
 residual of a reduced design), and an ascent whose start that bound makes an earlier
 one's is not run.
@@ -74,6 +78,11 @@ class Schedule:
         Third ascent, on a held basis (not a reduced design, whose ascents keep hundreds
         of columns and take seconds): starting noise variance as a fraction of the
         first one's estimate; ``None``: no third.
+    slow_start : float or None
+        Fourth ascent, on a held basis: starting noise variance as a fraction of the first
+        one's estimate; ``None``: no fourth.
+    slow_growth : float
+        The fourth ascent's :attr:`noise_growth`.
     first_inner : float
         Tolerance (nats) of the first ``alpha`` sub-problem.
     relative_inner : float
@@ -141,6 +150,8 @@ class Schedule:
     start_noise: float = 0.02
     second_start: float = 0.25
     third_start: float | None = 1.0
+    slow_start: float | None = 0.05
+    slow_growth: float = 1.5
     first_inner: float = 0.1
     relative_inner: float = 0.01
     sub_steps: float = 1.0
@@ -409,7 +420,7 @@ def ascend_dense(
     starts below it: with many more rows than columns the bound is close to the optimum,
     and a start far below it costs steps (the first ``alpha`` sub-problem takes the
     columns of a noise level the fit then leaves). An ascent from an earlier one's start
-    would repeat it and is not run.
+    and with its schedule would repeat it and is not run.
     """
     options = {
         "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
@@ -424,17 +435,22 @@ def ascend_dense(
     if status != Status.CONVERGED:
         return first, status
     floor = noise_var_floor(full_t)
-    fractions = [schedule.second_start]
+    later_ascents = [(schedule.second_start, schedule)]
     if schedule.third_start is not None and held:
-        fractions.append(schedule.third_start)
-    starts = [start]
+        later_ascents.append((schedule.third_start, schedule))
+    if schedule.slow_start is not None and held:
+        slow = dataclasses.replace(schedule, noise_growth=schedule.slow_growth)
+        later_ascents.append((schedule.slow_start, slow))
+    starts = [(start, schedule)]
     best = first
-    for fraction in fractions:
+    for fraction, later_schedule in later_ascents:
         later = max(fraction / first.beta, floor, bound)
-        if later in starts:
+        if (later, later_schedule) in starts:
             continue
-        starts.append(later)
-        ascent = Ascent(B, t, 1.0 / later, learn_noise=True, **options)
+        starts.append((later, later_schedule))
+        ascent = Ascent(
+            B, t, 1.0 / later, learn_noise=True, **{**options, "schedule": later_schedule}
+        )
         if ascent.run() == Status.CONVERGED and ascent.log_evidence > best.log_evidence:
             best = ascent
     return best, Status.CONVERGED
