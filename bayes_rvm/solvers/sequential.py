@@ -13,7 +13,7 @@ index).
 
 - Gaussian likelihood with a learned noise on a basis of at most :attr:`Schedule.dense_bytes`
   (``N n_basis`` doubles): the compiled step loop (:mod:`bayes_rvm.solvers._compiled`,
-  :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, three
+  :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, four
   ascents (two on a reduced design) and a final certificate on exact ``S, Q`` (see
   :class:`Schedule`).
 - The same on a larger basis that is neither reduced (below) nor compressible (its columns
