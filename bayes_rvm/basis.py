@@ -576,12 +576,18 @@ class KernelBasis(Basis):
             stop = min(start + self._block, self.n_centres)
             yield start, stop, self._kernel(self.X, self.centres[start:stop])
 
+    @property
+    def _symmetric_square(self) -> bool:
+        """Every input a centre and a kernel that says it is symmetric: ``k(X, X)`` is a
+        symmetric matrix, whose blocks above the diagonal give those below."""
+        return self._square_matrix and getattr(self.kernel, "symmetric", False) is True
+
     def _pass(self, V: np.ndarray | None, with_norms: bool, weights=None) -> tuple:
         """One pass over the kernel blocks: ``Phi^T V`` (``None`` without ``V``) and the
         (``weights``-weighted) squared column norms (``None`` unless ``with_norms``)."""
         product = None if V is None else np.empty((self.n_columns, *V.shape[1:]))
         norms = np.empty(self.n_columns) if with_norms else None
-        if self._square_matrix and getattr(self.kernel, "symmetric", False) is True:
+        if self._symmetric_square:
             self._symmetric_pass(V, weights, product, norms)
         else:
             for start, stop, K in self._kernel_blocks():
@@ -681,7 +687,7 @@ class KernelBasis(Basis):
     def scaled_in_memory(self, scales: np.ndarray) -> Basis:
         """A :class:`SymmetricScaledBasis` when every input is a centre and the kernel is
         symmetric (the RVM's basis), else the scaled matrix as a :class:`DenseBasis`."""
-        if not (self._square_matrix and getattr(self.kernel, "symmetric", False) is True):
+        if not self._symmetric_square:
             return super().scaled_in_memory(scales)
         n = self.n_centres
         K = np.empty((n, n))
@@ -691,10 +697,7 @@ class KernelBasis(Basis):
             else:
                 K[right, left] = block.T
             K[left, right] = block
-        tail = np.empty((n, self.n_columns - n))
-        if self.bias:
-            tail[:, 0] = 1.0
-        tail[:, int(self.bias) :] = self._extra_values
+        tail = self.columns(np.arange(n, self.n_columns))  # the bias and extra columns
         return SymmetricScaledBasis(K, tail, scales)
 
     def transpose_dot(self, V: np.ndarray) -> np.ndarray:
