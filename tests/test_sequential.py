@@ -760,6 +760,62 @@ def test_working_set_design_has_the_products(chunk, monkeypatch):
     assert target @ target == pytest.approx(t @ t, rel=1e-12)
 
 
+@pytest.mark.parametrize(("held", "fetches"), [(True, 4), (False, 10)], ids=["held", "not held"])
+def test_working_set_gram_evaluates_each_chunk_once(held, fetches, monkeypatch):
+    """Ten columns in chunks of three: when the chunks fit in ``_GRAM_BYTES`` each is
+    evaluated once (4 fetches), else again for each block it enters (4 + 3 + 2 + 1); the
+    Gram matrix is the same to the last bit."""
+    from bayes_rvm.solvers import _working_set
+
+    rng = np.random.default_rng(2)
+    Phi = RBF(0.5)(rng.uniform(-3, 3, (50, 1)), rng.uniform(-3, 3, (12, 1)))
+    scales = np.sqrt(np.einsum("ij,ij->j", Phi, Phi))
+    W = np.array([4, 0, 11, 7, 2, 9, 1, 5, 10, 3])
+    monkeypatch.setattr(_working_set, "_CHUNK_BYTES", 8 * 50 * 3)
+    whole = _working_set._gram(DenseBasis(Phi), scales, W)
+    monkeypatch.setattr(_working_set, "_GRAM_BYTES", 8 * 50 * 10 if held else 8 * 50 * 9)
+    calls = []
+
+    class Counting(DenseBasis):
+        def columns(self, idx):
+            calls.append(len(idx))
+            return super().columns(idx)
+
+    gram = _working_set._gram(Counting(Phi), scales, W)
+    assert calls.count(3) + calls.count(1) == fetches == len(calls)
+    np.testing.assert_array_equal(gram, whole)
+    unit = Phi[:, W] / scales[W]
+    np.testing.assert_allclose(gram, unit.T @ unit, atol=1e-14)
+
+
+def test_working_set_first_round_runs_one_ascent(monkeypatch):
+    """The first round fits its working set with the first ascent of the schedule alone
+    (``ascend_dense(later=False)``, whose model only starts the rounds); each later round
+    resumes one ascent: as many ascents run as there are rounds."""
+    from bayes_rvm.solvers import _compiled, _working_set
+
+    ran, rounds = [], []
+    run, ascend = _compiled.Ascent.run, _working_set.WorkingSetFit.ascend
+
+    def recording(self):
+        ran.append(id(self))
+        return run(self)
+
+    def counting(self, *args, **kwargs):
+        rounds.append(1)
+        return ascend(self, *args, **kwargs)
+
+    monkeypatch.setattr(_compiled.Ascent, "run", recording)
+    monkeypatch.setattr(_working_set.WorkingSetFit, "ascend", counting)
+    X, y = make_friedman1(n_samples=300, n_features=10, noise=1.0, random_state=0)
+    fit = sequential.fit(
+        KernelBasis(X, RBF(0.1)), y, prior=Prior(0.0, 0.0, 0.0, 0.0), noise_var=None,
+        max_iter=100_000, tol=1e-6, schedule=_working_set_schedule(),
+    )  # fmt: skip
+    assert fit.converged and len(rounds) > 1
+    assert len(set(ran)) == len(rounds)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_working_set_fit_is_certified_on_every_column(seed):
     """Friedman #1 with every input a centre on working sets of 40 columns and the active
@@ -876,8 +932,8 @@ def test_the_best_of_the_ascents_is_returned(n, seed, winner, monkeypatch):
     """On a held basis four ascents run (from 0.02 var(t); then from a quarter of, from,
     and in the slower continuation from 0.05 times the first one's noise estimate) and
     the highest log evidence wins; a reduced design (the same rows given as ``full_t``)
-    runs two, and ``third_start=None, slow_start=None`` is exactly the two-ascent fit.
-    On these Friedman #1 data sets the slow fourth ascent (N=200: 87.8 against 63.3 for
+    runs two, and ``third_start=None, slow_start=None`` is exactly the two-ascent fit;
+    ``later=False`` runs the first alone. On these Friedman #1 data sets the slow fourth ascent (N=200: 87.8 against 63.3 for
     the best of the others) and the third (N=300: 191.6 against 186.5) end highest."""
     from bayes_rvm.solvers import _compiled
 
@@ -912,3 +968,6 @@ def test_the_best_of_the_ascents_is_returned(n, seed, winner, monkeypatch):
     reduced, _ = _compiled.ascend_dense(B, t, schedule=Schedule(), full_t=t, **options)
     assert len(ended) == 2 and reduced.log_evidence == alone.log_evidence
     assert first.beta == ended[0][0].beta
+    ended.clear()
+    only, _ = _compiled.ascend_dense(B, t, schedule=Schedule(), later=False, **options)
+    assert len(ended) == 1 and only.beta == first.beta

@@ -409,9 +409,11 @@ def ascend_dense(
     schedule: Schedule,
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
+    later: bool = True,
 ) -> tuple[Ascent, Status]:
     """The best of the ascents of the schedule (module docstring), the noise learned
-    (``full_t``: see :class:`Ascent`; the starting noise is taken from it too).
+    (``full_t``: see :class:`Ascent`; the starting noise is taken from it too);
+    ``later=False``: the first ascent alone.
 
     ``least_squares_rss`` is a lower bound on ``||t - Phi w||^2`` over every ``w`` (for a
     reduced design ``[R; 0]`` with target ``[z; r]``: ``r^2``, the least-squares
@@ -432,7 +434,7 @@ def ascend_dense(
     start = max(initial_noise_var(full_t, schedule.start_noise), bound)
     first = Ascent(B, t, 1.0 / start, learn_noise=True, **options)
     status = first.run()
-    if status != Status.CONVERGED:
+    if status != Status.CONVERGED or not later:
         return first, status
     floor = noise_var_floor(full_t)
     later_ascents = [(schedule.second_start, schedule)]
