@@ -19,12 +19,15 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations_with_replacement
 
 import numpy as np
+from joblib import effective_n_jobs
 from scipy.linalg import blas, lapack
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
 
 from bayes_rvm._validation import check_design, real_values
 from bayes_rvm.kernels import Kernel
@@ -44,6 +47,11 @@ __all__ = [
 #: for the elementwise passes of the kernel evaluation to stay in cache: a 5000 x 5000
 #: RBF kernel took 74 ms in blocks of 200 columns (8 MB), 146 ms in blocks of 800.
 BLOCK_BYTES = 8 * 2**20
+
+#: The square blocks of a pass over a symmetric kernel matrix are summed in this many
+#: groups, the unit of its threads (:meth:`KernelBasis._symmetric_pass`): a pass in
+#: ``n_jobs`` threads uses at most this many, and gives the bits of one thread.
+PASS_GROUPS = 4
 
 #: With inputs that are not in memory (a dask array), ``centres=n`` runs k-means++ on
 #: ``KMEANS_SAMPLE * n`` rows drawn uniformly at random (all rows if fewer).
@@ -150,11 +158,25 @@ def _reduce_blocks(blocks: Iterable[np.ndarray], n_columns: int) -> np.ndarray:
     return R
 
 
+def in_threads(work: Callable, tasks: list, n_jobs: int | None) -> list:
+    """``[work(task) for task in tasks]``, in ``n_jobs`` threads (joblib's convention:
+    ``None`` one, ``-1`` every core) of one BLAS thread each when there are several: for
+    blocks of a basis, whose kernel evaluations and products release the GIL."""
+    jobs = min(effective_n_jobs(n_jobs), len(tasks))
+    if jobs <= 1:
+        return [work(task) for task in tasks]
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(jobs) as pool:
+        return list(pool.map(work, tasks))
+
+
 class Basis(ABC):
     """What a solver needs of a design matrix ``Phi`` of shape ``(n_rows, n_columns)``."""
 
     n_rows: int
     n_columns: int
+    #: Threads for work over blocks of its columns (:func:`in_threads`; ``None``: one); a
+    #: basis that wraps another takes the other's.
+    n_jobs: int | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -488,6 +510,13 @@ class KernelBasis(Basis):
     bias : bool
         Append a constant column.
     extra : ExtraColumns or sequence, optional
+    n_jobs : int, optional
+        Threads for a pass over the kernel (:meth:`transpose_dot`, :meth:`sq_norms`): its
+        blocks are evaluated and multiplied concurrently (numpy releases the GIL in both),
+        each thread with one BLAS thread. ``None``: one; ``-1``: every core (joblib's
+        convention). The results are those of one thread to the last bit: each block of
+        columns writes rows of its own, and the square blocks of a symmetric ``k(X, X)``
+        are summed in :data:`PASS_GROUPS` fixed groups (at most that many threads).
     """
 
     def __init__(
@@ -497,8 +526,10 @@ class KernelBasis(Basis):
         centres: np.ndarray | None = None,
         bias: bool = True,
         extra: ExtraColumns | Sequence = (),
+        n_jobs: int | None = None,
     ):
         self.X = check_design(X, "X")
+        self.n_jobs = n_jobs
         self.centres = self.X if centres is None else check_design(centres, "centres", min_rows=0)
         #: Whether the candidate centres are the inputs themselves (the RVM).
         self.centres_are_inputs = centres is None
@@ -590,11 +621,17 @@ class KernelBasis(Basis):
         if self._symmetric_square:
             self._symmetric_pass(V, weights, product, norms)
         else:
-            for start, stop, K in self._kernel_blocks():
+
+            def column_block(start: int) -> None:
+                stop = min(start + self._block, self.n_centres)
+                K = self._kernel(self.X, self.centres[start:stop])
                 if product is not None:
                     product[start:stop] = K.T @ V
                 if norms is not None:
                     norms[start:stop] = weighted_sq_norms(K, weights)
+
+            # each block writes rows of its own: the same results with any number of threads
+            in_threads(column_block, list(range(0, self.n_centres, self._block)), self.n_jobs)
         tail = self.n_centres
         if self.bias:
             if product is not None and V is not None:
@@ -612,35 +649,72 @@ class KernelBasis(Basis):
         """The kernel columns of :meth:`_pass` when ``k(X, X)`` is a symmetric matrix: each
         square block ``K_IJ``, ``I <= J``, is evaluated once and serves the columns ``J``
         (through its rows ``I``) and, off the diagonal, the columns ``I`` (rows ``J``),
-        so a pass evaluates about half the kernel values. With one block (``N`` up to
-        :data:`BLOCK_BYTES` of a square) it is the column-block pass, to the last digit."""
+        so a pass evaluates about half the kernel values. The blocks (in row-major order)
+        are dealt to :data:`PASS_GROUPS` groups in turn; each group sums its blocks into
+        arrays of its own (the first into the results), and the groups' sums are added
+        in group order, whether the groups run one after another or in :attr:`n_jobs`
+        threads: the same bits with any number of threads. With at most as many blocks
+        as groups (``N`` up to twice the side of a block of :data:`BLOCK_BYTES`) that is
+        the sum in row-major order, and with one block the column-block pass, to the
+        last digit."""
         n = self.n_centres
-        if product is not None:
-            product[:n] = 0.0
-        if norms is not None:
-            norms[:n] = 0.0
-        for left, right, K in self._square_blocks():
-            mirrored = left != right
-            if product is not None:
-                product[right] += K.T @ V[left]
-                if mirrored:
-                    product[left] += K @ V[right]
-            if norms is not None:
-                norms[right] += weighted_sq_norms(K, None if weights is None else weights[left])
-                if mirrored:
-                    norms[left] += weighted_sq_norms(
-                        K.T, None if weights is None else weights[right]
-                    )
+        pairs = list(self._square_pairs())
+        groups = [pairs[g::PASS_GROUPS] for g in range(min(PASS_GROUPS, len(pairs)))]
+        outs = tuple(out if out is None else out[:n] for out in (product, norms))
+        for out in outs:
+            if out is not None:
+                out[...] = 0.0
 
-    def _square_blocks(self):
-        """``(I, J, k(X_I, X_J))`` for the square blocks ``I <= J`` of ``k(X, X)``, sides
-        of ``_square`` rows, in row-major order: each pair of inputs once."""
+        def accumulate(g: int) -> tuple:
+            own = (
+                outs
+                if g == 0
+                else tuple(out if out is None else np.zeros_like(out) for out in outs)
+            )
+            own_product, own_norms = own
+            for left, right, K in self._square_blocks(groups[g]):
+                mirrored = left != right
+                if own_product is not None:
+                    own_product[right] += K.T @ V[left]
+                    if mirrored:
+                        own_product[left] += K @ V[right]
+                if own_norms is not None:
+                    own_norms[right] += weighted_sq_norms(
+                        K, None if weights is None else weights[left]
+                    )
+                    if mirrored:
+                        own_norms[left] += weighted_sq_norms(
+                            K.T, None if weights is None else weights[right]
+                        )
+            return own
+
+        def add(part: tuple) -> None:
+            for out, summand in zip(outs, part, strict=True):
+                if out is not None:
+                    out += summand
+
+        if effective_n_jobs(self.n_jobs) > 1:
+            for part in in_threads(accumulate, list(range(len(groups))), self.n_jobs)[1:]:
+                add(part)
+        else:  # one group's arrays at a time
+            for g in range(len(groups)):
+                part = accumulate(g)
+                if g:
+                    add(part)
+
+    def _square_pairs(self):
+        """``(I, J)`` for the square blocks ``I <= J`` of ``k(X, X)``, sides of ``_square``
+        rows, in row-major order: each pair of inputs once."""
         n, step = self.n_centres, self._square
         for i in range(0, n, step):
-            left = slice(i, min(i + step, n))
             for j in range(i, n, step):
-                right = slice(j, min(j + step, n))
-                yield left, right, self._kernel(self.X[left], self.X[right])
+                yield slice(i, min(i + step, n)), slice(j, min(j + step, n))
+
+    def _square_blocks(self, pairs: Iterable | None = None):
+        """``(I, J, k(X_I, X_J))`` for the blocks ``pairs`` (default: every block of
+        :meth:`_square_pairs`), each evaluated as it is reached."""
+        for left, right in self._square_pairs() if pairs is None else pairs:
+            yield left, right, self._kernel(self.X[left], self.X[right])
 
     def _augmented_blocks(self, t: np.ndarray, row_scale: np.ndarray | None):
         """Rows of ``[D Phi | t]`` evaluated a block at a time: memory ``O(rows n)``."""
@@ -945,6 +1019,7 @@ class ScaledBasis(Basis):
         self.basis = basis
         self.scales = np.asarray(scales, dtype=np.float64)
         self.n_rows, self.n_columns = basis.shape
+        self.n_jobs = basis.n_jobs
         self._sq_norms = None if base_sq_norms is None else base_sq_norms / self.scales**2
 
     def columns(self, idx) -> np.ndarray:
@@ -995,6 +1070,7 @@ class RowWeightedBasis(Basis):
         self.weights = np.asarray(weights, dtype=np.float64)
         self.root = np.sqrt(self.weights)
         self.n_rows, self.n_columns = basis.shape
+        self.n_jobs = basis.n_jobs
 
     def _rows(self, V: np.ndarray) -> np.ndarray:
         V = np.asarray(V, dtype=np.float64)

@@ -84,6 +84,47 @@ def test_a_basis_function_not_symmetric_gets_its_own_columns(rng):
     np.testing.assert_allclose(norms, np.sum(dense**2, axis=0), rtol=1e-12)
 
 
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_passes_in_threads(basis, rng, jobs, monkeypatch):
+    """With ``n_jobs`` the blocks of a pass are evaluated and multiplied in a pool of that
+    many threads, never in the calling one: the products and norms of one thread to the
+    last bit, over column blocks (each writes rows of its own) and over square blocks
+    (21 of them, summed in ``PASS_GROUPS`` groups whichever thread runs them)."""
+    import copy
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bayes_rvm import basis as basis_module
+
+    B, dense = basis
+    threaded = copy.copy(B)
+    threaded.n_jobs = jobs
+    pools, seen = [], set()
+
+    class Recording(ThreadPoolExecutor):
+        def __init__(self, workers):
+            pools.append(workers)
+            super().__init__(workers)
+
+    def kernel(X, centres):
+        seen.add(threading.get_ident())
+        return KernelBasis._kernel(threaded, X, centres)
+
+    monkeypatch.setattr(basis_module, "ThreadPoolExecutor", Recording)
+    threaded._kernel = kernel
+    V, w = rng.normal(size=(23, 3)), rng.uniform(0.0, 0.25, size=23)
+    product, norms = threaded.transpose_dot_with_norms(V, weights=w)
+    assert pools == [jobs] and seen and threading.get_ident() not in seen
+    np.testing.assert_allclose(product, dense.T @ V, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(norms, np.diag(dense.T @ (w[:, None] * dense)), rtol=1e-12)
+    alone = B.transpose_dot_with_norms(V, weights=w)
+    again = threaded.transpose_dot_with_norms(V, weights=w)
+    for value, one, repeat in zip((product, norms), alone, again, strict=True):
+        np.testing.assert_array_equal(value, repeat)
+        np.testing.assert_array_equal(value, one)
+    np.testing.assert_allclose(threaded.sq_norms(), np.sum(dense**2, axis=0), rtol=1e-12)
+
+
 def test_evaluate_new_inputs(basis, rng):
     B, _ = basis
     Xn = rng.normal(size=(4, 2))
