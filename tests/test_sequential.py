@@ -760,11 +760,18 @@ def test_working_set_design_has_the_products(chunk, monkeypatch):
     assert target @ target == pytest.approx(t @ t, rel=1e-12)
 
 
-@pytest.mark.parametrize(("held", "fetches"), [(True, 4), (False, 10)], ids=["held", "not held"])
-def test_working_set_gram_evaluates_each_chunk_once(held, fetches, monkeypatch):
+@pytest.mark.parametrize(
+    ("held", "fetches", "jobs"),
+    [(True, 4, None), (True, 4, 2), (False, 10, None), (False, 10, 2)],
+    ids=["held", "held, two threads", "not held", "not held, two threads"],
+)
+def test_working_set_gram_evaluates_each_chunk_once(held, fetches, jobs, monkeypatch):
     """Ten columns in chunks of three: when the chunks fit in ``_GRAM_BYTES`` each is
-    evaluated once (4 fetches), else again for each block it enters (4 + 3 + 2 + 1); the
-    Gram matrix is the same to the last bit."""
+    evaluated once (4 fetches), in the basis's ``n_jobs`` threads, else again for each
+    block it enters (4 + 3 + 2 + 1), in the calling thread; the Gram matrix is the same
+    to the last bit."""
+    import threading
+
     from bayes_rvm.solvers import _working_set
 
     rng = np.random.default_rng(2)
@@ -774,15 +781,19 @@ def test_working_set_gram_evaluates_each_chunk_once(held, fetches, monkeypatch):
     monkeypatch.setattr(_working_set, "_CHUNK_BYTES", 8 * 50 * 3)
     whole = _working_set._gram(DenseBasis(Phi), scales, W)
     monkeypatch.setattr(_working_set, "_GRAM_BYTES", 8 * 50 * 10 if held else 8 * 50 * 9)
-    calls = []
+    calls, threads = [], set()
 
     class Counting(DenseBasis):
+        n_jobs = jobs
+
         def columns(self, idx):
             calls.append(len(idx))
+            threads.add(threading.get_ident())
             return super().columns(idx)
 
     gram = _working_set._gram(Counting(Phi), scales, W)
     assert calls.count(3) + calls.count(1) == fetches == len(calls)
+    assert (threading.get_ident() not in threads) == (held and jobs == 2)
     np.testing.assert_array_equal(gram, whole)
     unit = Phi[:, W] / scales[W]
     np.testing.assert_allclose(gram, unit.T @ unit, atol=1e-14)
@@ -876,6 +887,39 @@ def test_default_fit_of_a_wide_basis(gamma, path, capsys):
     _assert_certified(basis, y, fit)
 
 
+def test_working_set_fit_in_threads_is_the_fit_of_one(monkeypatch):
+    """``n_jobs`` threads the passes over the kernel, the working sets' Gram matrices and
+    the certificates' ``S, Q``; the fit is the same to the last bit, since every block is
+    written by one thread or summed in fixed groups (here 21 square blocks of 256 inputs,
+    in ``PASS_GROUPS`` groups), and the greedy path, which moves with the rounding of
+    the passes, is the same."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bayes_rvm import basis as basis_module
+
+    pools = []
+
+    class Recording(ThreadPoolExecutor):
+        def __init__(self, workers):
+            pools.append(workers)
+            super().__init__(workers)
+
+    monkeypatch.setattr(basis_module, "ThreadPoolExecutor", Recording)
+    X, y = make_friedman1(n_samples=1500, n_features=10, noise=1.0, random_state=3)
+    fits = []
+    for n_jobs in (None, 2):
+        basis = KernelBasis(X, RBF(1.2), n_jobs=n_jobs)
+        basis._square = 256
+        fits.append(fit_type2(basis, y, solver="sequential"))
+        assert (len(pools) > 0) == (n_jobs == 2)
+    one, two = fits
+    assert one.converged and two.converged
+    np.testing.assert_array_equal(two.active, one.active)
+    np.testing.assert_array_equal(two.alpha, one.alpha)
+    np.testing.assert_array_equal(two.mu, one.mu)
+    assert (two.beta, two.log_evidence, two.n_iter) == (one.beta, one.log_evidence, one.n_iter)
+
+
 @pytest.mark.parametrize("seed", [3, 4])
 def test_working_set_certificate_holds_after_the_final_newton_steps(seed):
     """The working set's final joint Newton steps move the active alpha after the last
@@ -933,8 +977,9 @@ def test_the_best_of_the_ascents_is_returned(n, seed, winner, monkeypatch):
     and in the slower continuation from 0.05 times the first one's noise estimate) and
     the highest log evidence wins; a reduced design (the same rows given as ``full_t``)
     runs two, and ``third_start=None, slow_start=None`` is exactly the two-ascent fit;
-    ``later=False`` runs the first alone. On these Friedman #1 data sets the slow fourth ascent (N=200: 87.8 against 63.3 for
-    the best of the others) and the third (N=300: 191.6 against 186.5) end highest."""
+    ``later=False`` runs the first alone. On these Friedman #1 data sets the slow fourth
+    ascent (N=200: 87.8 against 63.3 for the best of the others) and the third (N=300:
+    191.6 against 186.5) end highest."""
     from bayes_rvm.solvers import _compiled
 
     X, t = make_friedman1(n, noise=1.0, random_state=seed)

@@ -50,7 +50,7 @@ import dataclasses
 import numpy as np
 from scipy import linalg
 
-from bayes_rvm.basis import Basis
+from bayes_rvm.basis import Basis, in_threads
 from bayes_rvm.evidence import (
     column_gain,
     delta_add,
@@ -81,30 +81,33 @@ _ROUNDING = 64
 
 def _gram(basis: Basis, scales: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """``Phi~_idx^T Phi~_idx`` of the normalised columns ``idx``, evaluated
-    :data:`_CHUNK_BYTES` of columns at a time (each pair of chunks once). Each chunk is
-    evaluated once when all of them take at most :data:`_GRAM_BYTES`, else again for
-    each block of the Gram matrix it enters; the products are the same."""
+    :data:`_CHUNK_BYTES` of columns at a time (each pair of chunks once). When all the
+    chunks take at most :data:`_GRAM_BYTES` each is evaluated once, and the chunks and
+    then the blocks of the Gram matrix are computed in the basis's ``n_jobs`` threads
+    (each block written by one: the same products with any number); else each chunk is
+    evaluated again for each block it enters."""
     chunk = max(1, _CHUNK_BYTES // (8 * basis.n_rows))
-    hold = 8 * basis.n_rows * idx.size <= _GRAM_BYTES
-    held: dict[int, np.ndarray] = {}
+    starts = list(range(0, idx.size, chunk))
 
     def columns(start: int) -> np.ndarray:
-        if start in held:
-            return held[start]
-        block = basis.columns(idx[start : start + chunk]) / scales[idx[start : start + chunk]]
-        if hold:
-            held[start] = block
-        return block
+        return basis.columns(idx[start : start + chunk]) / scales[idx[start : start + chunk]]
 
     gram = np.empty((idx.size, idx.size))
-    for i in range(0, idx.size, chunk):
+
+    def fill(left: np.ndarray, right: np.ndarray, i: int, j: int) -> None:
+        block = left.T @ right
+        gram[i : i + chunk, j : j + chunk] = block
+        gram[j : j + chunk, i : i + chunk] = block.T
+
+    pairs = [(i, j) for i in starts for j in starts if j >= i]
+    if 8 * basis.n_rows * idx.size <= _GRAM_BYTES:
+        held = dict(zip(starts, in_threads(columns, starts, basis.n_jobs), strict=True))
+        in_threads(lambda ij: fill(held[ij[0]], held[ij[1]], *ij), pairs, basis.n_jobs)
+        return gram
+    for i in starts:
         left = columns(i)
-        for j in range(i, idx.size, chunk):
-            right = left if j == i else columns(j)
-            block = left.T @ right
-            gram[i : i + chunk, j : j + chunk] = block
-            gram[j : j + chunk, i : i + chunk] = block.T
-        held.pop(i, None)  # no later block needs chunk i
+        for j in starts[starts.index(i) :]:
+            fill(left, left if j == i else columns(j), i, j)
     return gram
 
 
@@ -271,11 +274,14 @@ class WorkingSetFit:
         L, mu = gaussian_posterior(gram, self.phi_t[self.crossed], alpha, beta)
         S, Q = np.empty(self.unit.size), np.empty(self.unit.size)
         step = max(1, _CHUNK_BYTES // (8 * active.size))
-        for start in range(0, S.size, step):
+
+        def chunk(start: int) -> None:  # rows of its own: the same bits in any thread
             rows = slice(start, start + step)
             S[rows], Q[rows] = sparsity_quality(
                 beta * self.cross[rows], beta * self.unit[rows], beta * self.phi_t[rows], L, mu
             )
+
+        in_threads(chunk, list(range(0, S.size, step)), self.basis.n_jobs)
         return S, Q
 
     def polish(self, tol: float) -> float:
