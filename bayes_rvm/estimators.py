@@ -266,8 +266,13 @@ class _BaseRVM(BaseEstimator):
                 X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or ()
             )
         return KernelBasis(
-            X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or ()
-        )
+            X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or (),
+            n_jobs=self._pass_jobs(),
+        )  # fmt: skip
+
+    def _pass_jobs(self) -> int | None:
+        """Threads for the passes over the kernel basis (:class:`KernelBasis` ``n_jobs``)."""
+        return None
 
     def _fit_type2(
         self,
@@ -470,6 +475,13 @@ or callable, default="rbf"
         Seed of k-means++ when ``centres`` is an int.
     verbose : bool or int, default=False
         Print the solver's progress (every 50 iterations, and its steps).
+    n_jobs : int, optional
+        Threads for a basis that is not held in memory (with every input a centre, from
+        about 1,400 training inputs): the blocks of each pass over the kernel, of the
+        working sets' Gram matrices and of the certificates' ``S, Q`` are computed in
+        parallel (:class:`bayes_rvm.basis.KernelBasis`). ``None``: one; ``-1``: every
+        core. The fit is the same to the last bit with any ``n_jobs``. Bases held in
+        memory and reduced designs run in one thread.
 
     Attributes
     ----------
@@ -545,6 +557,7 @@ or callable, default="rbf"
     d: float = 0.0
     noise_var: float | None = None
     predictive: str = "paper"
+    n_jobs: int | None = None
 
     def fit(self, X, y, sample_weight=None):
         """Fit the hyperparameters by type-II maximum likelihood; returns ``self``.
@@ -590,7 +603,11 @@ or callable, default="rbf"
         "d": check_nonnegative,
         "noise_var": check_noise_var,
         "predictive": one_of(PREDICTIVE),
+        "n_jobs": none_or(_check_n_jobs),
     }
+
+    def _pass_jobs(self) -> int | None:
+        return self.n_jobs
 
     def _fit(self, X, y, sample_weight=None) -> None:
         validate_parameters(self)

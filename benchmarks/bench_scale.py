@@ -25,7 +25,9 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
   factor and the scaled target to ``FILE`` (``.npz``), on which
   ``benchmarks/bench_reduced_solver.py --factor FILE`` runs the client's solver alone.
 
-``--solver`` (``rvr``, ``subset``, ``dask``) picks the RVR's type-II solver (default
+``--n-jobs`` (``rvr``, ``subset``) gives the RVR's ``n_jobs``: threads for each pass over
+the kernel (the BLAS stays single-threaded in them). ``--solver`` (``rvr``, ``subset``,
+``dask``) picks the RVR's type-II solver (default
 ``auto``, the sequential one), e.g. ``mackay``, which also runs on the reduced design.
 
 Besides the wall-clock time of ``fit`` it counts the passes over the basis the solver
@@ -145,7 +147,7 @@ def _friedman(n: int, seed: int):
 def run_rvr(args, counter):
     train, test = _friedman(args.n, args.seed)
     centres = args.centres if args.case == "subset" else None
-    model = RVR(centres=centres, random_state=args.seed, solver=args.solver)
+    model = RVR(centres=centres, random_state=args.seed, solver=args.solver, n_jobs=args.n_jobs)
     _fit(model, train.X, train.y, counter)
     rmse = np.sqrt(np.mean((model.predict(test.X) - test.f) ** 2))
     print(f"RMSE against the true function on {N_TEST} inputs: {rmse:.3f}")
@@ -261,6 +263,9 @@ def main(argv=None):
     parser.add_argument("--save-factor", help="dask-reduce: write the factor to this .npz")
     parser.add_argument(
         "--solver", default="auto", help="rvr, subset, dask: the RVR's type-II solver"
+    )
+    parser.add_argument(
+        "--n-jobs", type=int, default=None, help="rvr, subset: threads for each pass"
     )
     args = parser.parse_args(argv)
     print(f"case {args.case}  n {args.n}  solver {args.solver}  load {os.getloadavg()[0]:.2f}")

@@ -1,4 +1,5 @@
-"""One-vs-rest in parallel (``n_jobs``) and its progress (``verbose``)."""
+"""One-vs-rest in parallel (``n_jobs``) and its progress (``verbose``); RVR's ``n_jobs``,
+the threads of its passes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from bayes_rvm import RVC
+from bayes_rvm import RVC, RVR
 from bayes_rvm._progress import ProgressLine
 from bayes_rvm.basis import HeldKernelBasis, KernelBasis, ScaledBasis, SymmetricScaledBasis
 from bayes_rvm.kernels import RBF
@@ -187,3 +188,14 @@ def test_held_basis_over_the_block_size_holds_its_kernel_matrix(rng, monkeypatch
     array = held.scaled_array(scales)
     assert array.flags.writeable
     np.testing.assert_allclose(array, ScaledBasis(lazy, scales).toarray(), rtol=1e-14)
+
+
+def test_rvr_n_jobs_threads_its_passes():
+    """RVR's ``n_jobs`` goes to its kernel basis (threads of each pass); RVC's does not
+    (it fits the one-vs-rest classifiers in parallel)."""
+    X = np.random.default_rng(1).normal(size=(30, 2))
+    assert RVR(n_jobs=2)._build_basis(X).n_jobs == 2
+    assert RVR()._build_basis(X).n_jobs is None
+    assert RVC(n_jobs=2)._build_basis(X).n_jobs is None
+    with pytest.raises(ValueError, match="n_jobs"):
+        RVR(n_jobs=0).fit(X, X[:, 0])
