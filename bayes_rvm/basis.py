@@ -511,7 +511,7 @@ class KernelBasis(Basis):
         Append a constant column.
     extra : ExtraColumns or sequence, optional
     n_jobs : int, optional
-        Threads for a pass over the kernel (:meth:`transpose_dot`, :meth:`sq_norms`): its
+        Threads for a pass over the kernel (``transpose_dot``, ``sq_norms``): its
         blocks are evaluated and multiplied concurrently (numpy releases the GIL in both),
         each thread with one BLAS thread. ``None``: one; ``-1``: every core (joblib's
         convention). The results are those of one thread to the last bit: each block of
