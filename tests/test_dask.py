@@ -37,6 +37,23 @@ def client():
     cluster.close()
 
 
+def _held_by_the_workers(client, X, rows):
+    """``X`` as a dask array whose chunks of ``rows`` rows are held by the two workers in
+    turn, as data loaded on a cluster are: a task on a chunk runs where the chunk is, so
+    that which worker runs it does not depend on how fast each worker came free."""
+    workers = sorted(client.scheduler_info()["workers"])
+    assert len(workers) == 2
+    chunks = [
+        da.from_delayed(
+            client.scatter(X[start : start + rows], workers=[workers[k % 2]]),
+            shape=X[start : start + rows].shape,
+            dtype=X.dtype,
+        )
+        for k, start in enumerate(range(0, X.shape[0], rows))
+    ]
+    return da.concatenate(chunks)
+
+
 def test_importing_the_package_does_not_import_dask():
     code = "import sys, bayes_rvm; assert 'dask' not in sys.modules, 'dask imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -133,8 +150,9 @@ def test_rvr_on_a_local_cluster_fits_like_in_memory(large_data, client, centres)
     assert 8 * X.shape[0] * (centres or X.shape[0]) > sequential.Schedule().dense_bytes
     settings = {"gamma": 0.3, "centres": centres, "random_state": 0}
     local = RVR(**settings).fit(X, y)
+    X_remote = _held_by_the_workers(client, X, 750)
     with distributed.get_task_stream(client) as stream:
-        remote = RVR(**settings).fit(da.from_array(X, chunks=(750, 2)), y)
+        remote = RVR(**settings).fit(X_remote, y)
     # every input a centre: the working set, whose final joint Newton steps take the
     # weakly determined alphas to their optimum (without them, sums over chunks that
     # round otherwise left mu 2.5e-4 apart)
@@ -157,8 +175,9 @@ def test_mackay_on_a_local_cluster_runs_on_the_reduced_design(large_data, client
     X, y = large_data
     settings = {"gamma": 0.3, "centres": 800, "random_state": 0, "solver": "mackay"}
     local = RVR(**settings).fit(X, y)
+    X_remote = _held_by_the_workers(client, X, 750)
     with distributed.get_task_stream(client) as stream:
-        remote = RVR(**settings).fit(da.from_array(X, chunks=(750, 2)), y)
+        remote = RVR(**settings).fit(X_remote, y)
     _check_same_fit(local, remote)
     assert remote.result_.converged
     keys = [task["key"] for task in stream.data]
