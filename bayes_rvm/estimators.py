@@ -480,8 +480,9 @@ or callable, default="rbf"
         about 1,400 training inputs): the blocks of each pass over the kernel, of the
         working sets' Gram matrices and of the certificates' ``S, Q`` are computed in
         parallel (:class:`bayes_rvm.basis.KernelBasis`). ``None``: one; ``-1``: every
-        core. The fit is the same to the last bit with any ``n_jobs``. Bases held in
-        memory and reduced designs run in one thread.
+        core. The fit is the same to the last bit with any ``n_jobs``. A fit that holds
+        its basis in memory or reduces it (``centres``) makes one or two passes and
+        runs its solver in one thread: threads change little there.
 
     Attributes
     ----------

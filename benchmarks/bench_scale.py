@@ -25,9 +25,9 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
   factor and the scaled target to ``FILE`` (``.npz``), on which
   ``benchmarks/bench_reduced_solver.py --factor FILE`` runs the client's solver alone.
 
-``--n-jobs`` (``rvr``, ``subset``) gives the RVR's ``n_jobs``: threads for each pass over
-the kernel (the BLAS stays single-threaded in them). ``--solver`` (``rvr``, ``subset``,
-``dask``) picks the RVR's type-II solver (default
+``--n-jobs`` (``rvr``, ``subset``) gives the RVR's ``n_jobs``: threads for the passes over
+the kernel, the working sets' Gram matrices and ``S, Q`` (one BLAS thread each).
+``--solver`` (``rvr``, ``subset``, ``dask``) picks the RVR's type-II solver (default
 ``auto``, the sequential one), e.g. ``mackay``, which also runs on the reduced design.
 
 Besides the wall-clock time of ``fit`` it counts the passes over the basis the solver

@@ -99,14 +99,14 @@ def _gram(basis: Basis, scales: np.ndarray, idx: np.ndarray) -> np.ndarray:
         gram[i : i + chunk, j : j + chunk] = block
         gram[j : j + chunk, i : i + chunk] = block.T
 
-    pairs = [(i, j) for i in starts for j in starts if j >= i]
     if 8 * basis.n_rows * idx.size <= _GRAM_BYTES:
         held = dict(zip(starts, in_threads(columns, starts, basis.n_jobs), strict=True))
+        pairs = [(i, j) for k, i in enumerate(starts) for j in starts[k:]]
         in_threads(lambda ij: fill(held[ij[0]], held[ij[1]], *ij), pairs, basis.n_jobs)
         return gram
-    for i in starts:
+    for k, i in enumerate(starts):
         left = columns(i)
-        for j in starts[starts.index(i) :]:
+        for j in starts[k:]:
             fill(left, left if j == i else columns(j), i, j)
     return gram
 
