@@ -304,3 +304,15 @@ def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
         in_memory = ScaledBasis(other, np.full(other.n_columns, 2.0)).in_memory()
         assert isinstance(in_memory, DenseBasis)
         np.testing.assert_array_equal(in_memory.toarray(), other.toarray() / 2.0)
+
+
+def test_a_wrapping_basis_takes_the_threads_of_the_wrapped_one(rng):
+    """``fit_type2`` hands the solvers a ``ScaledBasis`` (of a ``RowWeightedBasis`` with
+    sample weights): the working set reads ``n_jobs`` from it."""
+    from bayes_rvm.basis import RowWeightedBasis
+
+    B = KernelBasis(rng.normal(size=(9, 2)), RBF(0.5), n_jobs=2)
+    weighted = RowWeightedBasis(B, np.ones(9))
+    assert weighted.n_jobs == 2
+    assert ScaledBasis(weighted, np.ones(B.n_columns)).n_jobs == 2
+    assert ScaledBasis(KernelBasis(B.X, RBF(0.5)), np.ones(B.n_columns)).n_jobs is None
