@@ -1016,3 +1016,41 @@ def test_the_best_of_the_ascents_is_returned(n, seed, winner, monkeypatch):
     ended.clear()
     only, _ = _compiled.ascend_dense(B, t, schedule=Schedule(), later=False, **options)
     assert len(ended) == 1 and only.beta == first.beta
+
+
+def test_the_ascents_share_the_products_of_the_columns_they_add(monkeypatch):
+    """The ascents on one held basis keep ``B B_j`` of every column they add (``GramRows``)
+    and copy it on a re-add or in a later ascent: the kept rows are those products, every
+    ascent's active columns are among them, and the fit is bit for bit the fit that
+    computes each product anew (``gram_bytes=0``, nothing kept)."""
+    from bayes_rvm.solvers import _compiled
+
+    X, t = make_friedman1(200, noise=1.0, random_state=4)
+    Phi = KernelBasis(X, RBF(0.1)).toarray()
+    B = np.ascontiguousarray((Phi / np.linalg.norm(Phi, axis=0)).T)
+    t = t / np.sqrt(np.mean(t**2))
+    ended = []
+    run = _compiled.Ascent.run
+
+    def recording(self):
+        status = run(self)
+        ended.append(self)
+        return status
+
+    monkeypatch.setattr(_compiled.Ascent, "run", recording)
+    options = {"prior": Prior(), "max_iter": 100_000, "tol": 1e-6}
+    kept, _ = _compiled.ascend_dense(B, t, schedule=Schedule(), **options)
+    assert len(ended) == 4
+    rows = ended[0].rows
+    assert all(ascent.rows is rows for ascent in ended)
+    fetched = np.flatnonzero(rows.fetched)
+    for ascent in ended:
+        assert np.isin(ascent.model()[0], fetched).all()
+    np.testing.assert_allclose(rows.rows[fetched], B[fetched] @ B.T, rtol=0, atol=1e-13)
+    ended.clear()
+    anew, _ = _compiled.ascend_dense(B, t, schedule=Schedule(gram_bytes=0), **options)
+    assert ended[0].rows.rows.shape == (0, B.shape[0]) and ended[0].rows.fetched.size == 0
+    assert anew.log_evidence == kept.log_evidence and anew.beta == kept.beta
+    assert anew.steps == kept.steps
+    for got, expected in zip(anew.model(), kept.model(), strict=True):
+        np.testing.assert_array_equal(got, expected)

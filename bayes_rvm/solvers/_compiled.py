@@ -16,7 +16,8 @@ model may need fewer columns) and a fourth from :attr:`Schedule.slow_start` time
 a slower continuation (the noise variance at most :attr:`Schedule.slow_growth` times
 larger per update: an ``alpha`` sub-problem solved loosely at a low noise keeps too few
 columns, its residual overstates the noise, and a fast continuation follows it to a
-high-noise optimum). The one with the highest log evidence is returned. None
+high-noise optimum). The one with the highest log evidence is returned; the ascents share
+the products of the columns they add (:class:`GramRows`). None
 starts below a lower bound of every noise optimum when one is known (the least-squares
 residual of a reduced design), and an ascent whose start that bound makes an earlier
 one's is not run.
@@ -34,7 +35,7 @@ from bayes_rvm.solvers import _slots
 from bayes_rvm.solvers._base import Prior, initial_noise_var, noise_var_floor
 from bayes_rvm.solvers._newton import NewtonSettings, joint_newton
 
-__all__ = ["Ascent", "Schedule", "Status", "ascend_dense"]
+__all__ = ["Ascent", "GramRows", "Schedule", "Status", "ascend_dense"]
 
 
 def _kernels():
@@ -65,6 +66,10 @@ class Schedule:
     dense_bytes : int
         The compiled path holds ``Phi~^T`` when it takes at most this many bytes
         (:meth:`holds`).
+    gram_bytes : int
+        An ascent keeps the products ``Phi~^T phi~_j`` of the columns it adds, for re-adds
+        and for the later ascents on the same basis (:class:`GramRows`), when ``n_basis^2``
+        doubles take at most this many bytes.
     reduced_bytes : int
         A larger basis with at least twice as many rows as columns is reduced to its
         triangular factor (:meth:`~bayes_rvm.basis.Basis.reduce`, ``(n_basis + 1)^2``
@@ -146,6 +151,7 @@ class Schedule:
     """
 
     dense_bytes: int = 16 * 2**20
+    gram_bytes: int = 16 * 2**20
     reduced_bytes: int = 512 * 2**20
     start_noise: float = 0.02
     second_start: float = 0.25
@@ -191,6 +197,19 @@ class Schedule:
         )
 
 
+class GramRows:
+    """The products ``Phi~^T phi~_j = B B_j`` of the columns the ascents on one ``B`` have
+    added, each computed on its first add and copied on the next (a re-add after a delete,
+    or an add in a later ascent): the same numbers as a new product, without its pass over
+    ``B``. Nothing is kept (``rows`` and ``fetched`` empty) when ``n_basis^2`` doubles take
+    more than ``budget`` bytes."""
+
+    def __init__(self, n_basis: int, budget: int):
+        kept = n_basis if 8 * n_basis * n_basis <= budget else 0
+        self.rows = np.empty((kept, n_basis))
+        self.fetched = np.zeros(kept, dtype=np.bool_)
+
+
 class _Slot:
     """A read-only attribute backed by one slot of the loop's state arrays."""
 
@@ -223,9 +242,14 @@ class Ascent:
         When ``B`` is a reduced design ``[R; 0]^T`` (target ``t = [z; r]``), the target of
         the rows it stands for: their number is ``N`` (eq. 36 and 46, ``sub_steps``) and
         the noise floor is taken from it.
+    rows : GramRows, optional
+        The products of the columns added so far on ``B``, shared with other ascents on
+        it; by default its own, kept within :attr:`Schedule.gram_bytes`.
     """
 
-    def __init__(self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, full_t=None):
+    def __init__(
+        self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, full_t=None, rows=None
+    ):
         n_basis, N = B.shape
         self.B, self.t = B, t
         full_t = t if full_t is None else full_t
@@ -253,6 +277,7 @@ class Ascent:
         self.path = np.zeros(min(max_iter, 4096) + 2)
         self.istate = np.zeros(10, dtype=np.int64)
         self.fstate = np.zeros(4)
+        self.rows = GramRows(n_basis, schedule.gram_bytes) if rows is None else rows
         self._start_pd = True  # the starting model's posterior precision (see resume)
         self._start(beta)
 
@@ -351,6 +376,7 @@ class Ascent:
                     self.C, self.Phi, self.Sigma, self.mu, self.L, self.position, self.S, self.Q,
                     self.istate, self.fstate, self.unresolved, self.path, self.learn_noise,
                     self.has_hyper, self.prior.c, self.prior.d, self.max_iter, settings,
+                    self.rows.rows, self.rows.fetched,
                 )
             )  # fmt: skip
             if code == Status.FULL:
@@ -426,6 +452,7 @@ def ascend_dense(
     """
     options = {
         "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
+        "rows": GramRows(B.shape[0], schedule.gram_bytes),  # shared by the ascents
     }  # fmt: skip
     held = full_t is None  # B is the basis itself, not a reduced design
     full_t = t if full_t is None else full_t

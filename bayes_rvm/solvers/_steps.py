@@ -244,6 +244,7 @@ def _add_sq_terms(e, beta, S, Q, kappa_s, kappa_q):
 def ascend(
     B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
     istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
+    gram, fetched,
 ):  # fmt: skip
     """Steps until converged; returns a code (:data:`CONVERGED`, :data:`MAX_ITER`, ...).
 
@@ -266,7 +267,8 @@ def ascend(
     caller takes joint Newton steps on the active ``alpha`` and calls again). ``settings``
     holds ``tol, floor, refactor_min, span, resolution, relative_inner, sub_steps,
     restart_below, noise_growth, noise_rtol, polish, cancellation, newton_after,
-    newton_min, defer, defer_min`` (:class:`~._compiled.Schedule`). The state is complete
+    newton_min, defer, defer_min`` (:class:`~._compiled.Schedule`). ``gram, fetched``
+    keep the products of the fetched columns (:func:`_fetch`). The state is complete
     (nothing pending) when it returns.
     """
     cap = alpha.size
@@ -278,7 +280,7 @@ def ascend(
     code = _ascend(
         B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
         istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
-        pending, terms, diag, count,
+        pending, terms, diag, count, gram, fetched,
     )  # fmt: skip
     _flush(pending, terms, count, C, Sigma, S, Q, istate[I_M], fstate[F_BETA])
     return code
@@ -309,7 +311,7 @@ def _flush(pending, terms, count, C, Sigma, S, Q, M, beta):
 def _ascend(
     B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
     istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
-    pending, terms, diag, count,
+    pending, terms, diag, count, gram, fetched,
 ):  # fmt: skip
     """The loop of :func:`ascend`; may return with re-estimates pending."""
     tol, floor, refactor_min, span, resolution = settings[:5]
@@ -444,7 +446,7 @@ def _ascend(
         _record(path, istate, fstate)
         istate[I_RUN] = istate[I_RUN] + 1 if p >= 0 and math.isfinite(best_alpha) else 0
         if p < 0:
-            C[M] = np.dot(B, B[j])  # Phi~^T phi~_j
+            _fetch(j, B, gram, fetched, C[M])
             Phi[M] = B[j]
             _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, L_keep, unit, idx, alpha, position, S, Q,
                  istate, fstate)  # fmt: skip
@@ -478,6 +480,20 @@ def _ascend(
                 if p != M - 1:  # the last position moves into the hole: L is not triangular
                     istate[I_LSYNC] = 0
                 _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate)
+
+
+@_jit
+def _fetch(j, B, gram, fetched, out):
+    """``out = Phi~^T phi~_j = B B_j``. With a cache (``fetched.size``), row ``j`` of
+    ``gram`` holds that product once ``fetched[j]``: computed on the first fetch, copied on
+    a re-add or in a later ascent on the same ``B``, the same numbers either way."""
+    if fetched.size == 0:
+        out[:] = np.dot(B, B[j])
+        return
+    if not fetched[j]:
+        gram[j] = np.dot(B, B[j])
+        fetched[j] = True
+    out[:] = gram[j]
 
 
 @_jit
