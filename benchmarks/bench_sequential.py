@@ -23,6 +23,13 @@ Usage (from the repository root)::
     python benchmarks/bench_sequential.py --problems sinc-1000 diabetes-0.03 --repeats 5
     python benchmarks/bench_sequential.py --packages bayes_rvm --seeds 0 1 2 3 4
     python benchmarks/bench_sequential.py --memory 50000   # ours only, 1-D sinc, N=50,000
+    python benchmarks/bench_sequential.py --packages bayes_rvm "bayes_rvm[gram_bytes=0]"
+
+A package ``bayes_rvm[field=value,...]`` is our default fit with those fields of the
+compiled path's schedule (:class:`bayes_rvm.solvers.sequential.Schedule`; values are
+Python literals) changed: run beside ``bayes_rvm``, it times a setting against the default
+in the same run, and the script reports the geometric mean of its fit time over the
+default's.
 
 ``--seeds`` draws each random problem (sinc, Friedman #1, the broad-kernel sinc) from
 each seed (a row ``problem:seed``; diabetes and Boston are fixed data sets, run once).
@@ -33,6 +40,9 @@ The peers are benchmark-only dependencies (``pip install bayes_rvm[bench]``).
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -99,6 +109,39 @@ def _evidence(X, y, gamma, columns, alpha, beta):
     return log_evidence_gaussian(L, mu, alpha, beta, rss, y.size)
 
 
+def parse_package(spec: str) -> tuple[str, dict]:
+    """``name`` or ``bayes_rvm[field=value,...]``: the package and the fields of the
+    compiled path's ``Schedule`` to change (module docstring)."""
+    name, bracket, rest = spec.partition("[")
+    if not bracket:
+        return spec, {}
+    if name != "bayes_rvm" or not rest.endswith("]"):
+        raise ValueError(f"expected a package or bayes_rvm[field=value,...], got {spec!r}")
+    fields = {}
+    for item in rest[:-1].split(","):
+        key, equals, value = item.partition("=")
+        if not equals:
+            raise ValueError(f"expected field=value in {spec!r}, got {item!r}")
+        fields[key.strip()] = ast.literal_eval(value.strip())
+    from bayes_rvm.solvers.sequential import Schedule
+
+    dataclasses.replace(Schedule(), **fields)  # TypeError for a field it does not have
+    return name, fields
+
+
+@contextlib.contextmanager
+def schedule_fields(fields: dict):
+    """The sequential solver's default ``Schedule`` with ``fields`` changed, inside."""
+    from bayes_rvm.solvers import sequential
+
+    default = sequential.Schedule
+    sequential.Schedule = lambda: dataclasses.replace(default(), **fields)
+    try:
+        yield
+    finally:
+        sequential.Schedule = default
+
+
 def _model(package: str, gamma: float):
     if package in ("bayes_rvm", "mackay"):
         from bayes_rvm import RVR
@@ -122,15 +165,17 @@ def worker(package: str, problem: str, seed: int, warm_up: bool) -> dict:
     import numpy as np
 
     warnings.simplefilter("ignore")
+    package, fields = parse_package(package)
     X, y, gamma = make_problem(problem, seed)
-    if warm_up:
-        warm_X, warm_y, _ = make_problem("sinc-30", seed + 1)
-        _model(package, 0.25).fit(warm_X, warm_y)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    model = _model(package, gamma)
-    start = time.perf_counter()
-    model.fit(X, y)
-    elapsed = time.perf_counter() - start
+    with schedule_fields(fields):
+        if warm_up:
+            warm_X, warm_y, _ = make_problem("sinc-30", seed + 1)
+            _model(package, 0.25).fit(warm_X, warm_y)
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        model = _model(package, gamma)
+        start = time.perf_counter()
+        model.fit(X, y)
+        elapsed = time.perf_counter() - start
     peak_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024.0
     n = y.size
     if package in ("bayes_rvm", "mackay"):
@@ -208,6 +253,7 @@ def main() -> None:
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    variants = [p for p in args.packages if parse_package(p)[1]]  # checked before any fit
     if args.worker:
         package, problem, seed = args.worker
         print(json.dumps(worker(package, problem, int(seed), not args.cold)))
@@ -224,6 +270,7 @@ def main() -> None:
         flush=True,
     )
     ratios = []
+    against_default: dict[str, list[float]] = {v: [] for v in variants}
     for problem, seed in _draws(args.problems, args.seeds):
         packages = [p for p in args.packages if _size(problem) <= MAX_N.get(p, math.inf)]
         results: dict[str, list[dict]] = {p: [] for p in packages}
@@ -248,6 +295,8 @@ def main() -> None:
             ratio = m["time"] / reference if reference else math.nan
             if p == "bayes_rvm" and reference:
                 ratios.append(ratio)
+            if p in against_default and "bayes_rvm" in medians:
+                against_default[p].append(m["time"] / medians["bayes_rvm"]["time"])
             star = "*" if p in SELF_REPORTED else ""
             print(
                 f"| {label} | {p} | {m['time']:.3f} | {ratio:.2f} | {m['n_rv']} | "
@@ -256,8 +305,18 @@ def main() -> None:
                 flush=True,
             )
     if ratios:
-        geometric = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-        print(f"\ngeometric mean of bayes_rvm / fastrvm fit time: {geometric:.2f}")
+        print(f"\ngeometric mean of bayes_rvm / fastrvm fit time: {_geometric(ratios):.2f}")
+    for variant, variant_ratios in against_default.items():
+        if variant_ratios:
+            print(
+                f"geometric mean of {variant} / bayes_rvm fit time: "
+                f"{_geometric(variant_ratios):.3f} (range {min(variant_ratios):.2f} to "
+                f"{max(variant_ratios):.2f})"
+            )
+
+
+def _geometric(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 
 def test_a_self_reported_evidence_never_sets_the_best(load_script):
     """fastrvm's own report (here an impossible +64,135 against -7,745 evaluated for ours)
@@ -25,3 +27,29 @@ def test_seeds_draw_the_random_problems_only(load_script):
         ("sinc-100", 0), ("sinc-100", 3), ("diabetes-0.03", 0), ("broad-sinc", 0),
         ("broad-sinc", 3), ("boston-0.1", 0),
     ]  # fmt: skip
+
+
+def test_a_package_with_schedule_fields_times_a_setting(load_script):
+    """``bayes_rvm[field=value,...]`` is the default fit with those fields of the
+    sequential solver's default schedule changed, only inside ``schedule_fields``;
+    anything else is refused before a fit runs."""
+    import pytest
+
+    from bayes_rvm.solvers import sequential
+
+    suite = load_script("benchmarks/bench_sequential.py")
+    assert suite.parse_package("fastrvm") == ("fastrvm", {})
+    name, fields = suite.parse_package("bayes_rvm[gram_bytes=0, slow_start=None]")
+    assert (name, fields) == ("bayes_rvm", {"gram_bytes": 0, "slow_start": None})
+    default = sequential.Schedule()
+    with suite.schedule_fields(fields):
+        changed = sequential.Schedule()
+    assert (changed.gram_bytes, changed.slow_start) == (0, None)
+    restored = {"gram_bytes": default.gram_bytes, "slow_start": default.slow_start}
+    assert dataclasses.replace(changed, **restored) == default
+    assert sequential.Schedule() == default
+    for bad in ("mackay[gram_bytes=0]", "bayes_rvm[gram_bytes]", "bayes_rvm[gram_bytes=0"):
+        with pytest.raises(ValueError, match="expected"):
+            suite.parse_package(bad)
+    with pytest.raises(TypeError):
+        suite.parse_package("bayes_rvm[no_such_field=1]")
