@@ -29,7 +29,10 @@ A package ``bayes_rvm[field=value,...]`` is our default fit with those fields of
 compiled path's schedule (:class:`bayes_rvm.solvers.sequential.Schedule`; values are
 Python literals) changed: run beside ``bayes_rvm``, it times a setting against the default
 in the same run, and the script reports the geometric mean of its fit time over the
-default's.
+default's. A fit of a few tens of milliseconds varies by 20 % from one fresh process to
+the next here; ``--in-process`` runs every fit in this process instead (each after a
+warm-up fit, the packages still alternating), which resolves differences of a few
+percent with ``--repeats 7``.
 
 ``--seeds`` draws each random problem (sinc, Friedman #1, the broad-kernel sinc) from
 each seed (a row ``problem:seed``; diabetes and Boston are fixed data sets, run once).
@@ -250,6 +253,9 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0], help="data draws")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per fit")
     parser.add_argument("--memory", type=int, help="only: our peak memory on sinc of size N")
+    parser.add_argument(
+        "--in-process", action="store_true", help="every fit in this process (no timeout)"
+    )
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -276,7 +282,10 @@ def main() -> None:
         results: dict[str, list[dict]] = {p: [] for p in packages}
         for _ in range(args.repeats):
             for package in packages:  # alternate the packages within a repetition
-                r = run(package, problem, seed, args.timeout)
+                if args.in_process:
+                    r = worker(package, problem, seed, warm_up=True)
+                else:
+                    r = run(package, problem, seed, args.timeout)
                 if r is not None:
                     results[package].append(r)
         label = problem if args.seeds == [0] else f"{problem}:{seed}"
