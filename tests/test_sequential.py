@@ -803,20 +803,17 @@ def test_working_set_first_round_runs_one_ascent(monkeypatch):
     """The first round fits its working set with the first ascent of the schedule alone
     (``ascend_dense(later=False)``, whose model only starts the rounds); each later round
     resumes one ascent: as many ascents run as there are rounds."""
-    from bayes_rvm.solvers import _compiled, _working_set
+    from bayes_rvm.solvers import _working_set
 
-    ran, rounds = [], []
-    run, ascend = _compiled.Ascent.run, _working_set.WorkingSetFit.ascend
-
-    def recording(self):
-        ran.append(self)  # the ascent itself: a freed one's id() may be reused
-        return run(self)
+    rounds = []
+    ascend = _working_set.WorkingSetFit.ascend
+    # the ascents themselves are held: a freed one's id() may be reused
+    ran = _recorded_ascents(monkeypatch)
 
     def counting(self, *args, **kwargs):
         rounds.append(1)
         return ascend(self, *args, **kwargs)
 
-    monkeypatch.setattr(_compiled.Ascent, "run", recording)
     monkeypatch.setattr(_working_set.WorkingSetFit, "ascend", counting)
     X, y = make_friedman1(n_samples=300, n_features=10, noise=1.0, random_state=0)
     fit = sequential.fit(
@@ -824,7 +821,7 @@ def test_working_set_first_round_runs_one_ascent(monkeypatch):
         max_iter=100_000, tol=1e-6, schedule=_working_set_schedule(),
     )  # fmt: skip
     assert fit.converged and len(rounds) > 1
-    assert len({id(ascent) for ascent in ran}) == len(rounds)
+    assert len({id(ascent) for ascent, _ in ran}) == len(rounds)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -971,6 +968,31 @@ def test_working_set_ends_when_its_ascent_refuses_the_gains():
     assert fit.readd_gain.max() > 1e-6  # gains the certificate saw and the ascent refused
 
 
+def _held_friedman(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``B = Phi~^T`` of a Friedman #1 data set's RBF basis (gamma 0.1) and its target
+    scaled to unit root mean square, as the compiled path receives them."""
+    X, t = make_friedman1(n, noise=1.0, random_state=seed)
+    Phi = KernelBasis(X, RBF(0.1)).toarray()
+    B = np.ascontiguousarray((Phi / np.linalg.norm(Phi, axis=0)).T)
+    return B, t / np.sqrt(np.mean(t**2))
+
+
+def _recorded_ascents(monkeypatch) -> list:
+    """``(ascent, status)`` of every compiled ascent run from now on, in order."""
+    from bayes_rvm.solvers import _compiled
+
+    ended = []
+    run = _compiled.Ascent.run
+
+    def recording(self):
+        status = run(self)
+        ended.append((self, status))
+        return status
+
+    monkeypatch.setattr(_compiled.Ascent, "run", recording)
+    return ended
+
+
 @pytest.mark.parametrize(("n", "seed", "winner"), [(200, 4, 3), (300, 7, 2)])
 def test_the_best_of_the_ascents_is_returned(n, seed, winner, monkeypatch):
     """On a held basis four ascents run (from 0.02 var(t); then from a quarter of, from,
@@ -982,19 +1004,8 @@ def test_the_best_of_the_ascents_is_returned(n, seed, winner, monkeypatch):
     191.6 against 186.5) end highest."""
     from bayes_rvm.solvers import _compiled
 
-    X, t = make_friedman1(n, noise=1.0, random_state=seed)
-    Phi = KernelBasis(X, RBF(0.1)).toarray()
-    B = np.ascontiguousarray((Phi / np.linalg.norm(Phi, axis=0)).T)
-    t = t / np.sqrt(np.mean(t**2))
-    ended = []
-    run = _compiled.Ascent.run
-
-    def recording(self):
-        status = run(self)
-        ended.append((self, status))
-        return status
-
-    monkeypatch.setattr(_compiled.Ascent, "run", recording)
+    B, t = _held_friedman(n, seed)
+    ended = _recorded_ascents(monkeypatch)
     options = {"prior": Prior(), "max_iter": 100_000, "tol": 1e-6}
     best, status = _compiled.ascend_dense(B, t, schedule=Schedule(), **options)
     assert status == Status.CONVERGED and len(ended) == 4
@@ -1025,31 +1036,21 @@ def test_the_ascents_share_the_products_of_the_columns_they_add(monkeypatch):
     computes each product anew (``gram_bytes=0``, nothing kept)."""
     from bayes_rvm.solvers import _compiled
 
-    X, t = make_friedman1(200, noise=1.0, random_state=4)
-    Phi = KernelBasis(X, RBF(0.1)).toarray()
-    B = np.ascontiguousarray((Phi / np.linalg.norm(Phi, axis=0)).T)
-    t = t / np.sqrt(np.mean(t**2))
-    ended = []
-    run = _compiled.Ascent.run
-
-    def recording(self):
-        status = run(self)
-        ended.append(self)
-        return status
-
-    monkeypatch.setattr(_compiled.Ascent, "run", recording)
+    B, t = _held_friedman(200, 4)
+    ended = _recorded_ascents(monkeypatch)
     options = {"prior": Prior(), "max_iter": 100_000, "tol": 1e-6}
     kept, _ = _compiled.ascend_dense(B, t, schedule=Schedule(), **options)
     assert len(ended) == 4
-    rows = ended[0].rows
-    assert all(ascent.rows is rows for ascent in ended)
+    rows = ended[0][0].rows
+    assert all(ascent.rows is rows for ascent, _ in ended)
     fetched = np.flatnonzero(rows.fetched)
-    for ascent in ended:
+    for ascent, _ in ended:
         assert np.isin(ascent.model()[0], fetched).all()
     np.testing.assert_allclose(rows.rows[fetched], B[fetched] @ B.T, rtol=0, atol=1e-13)
     ended.clear()
     anew, _ = _compiled.ascend_dense(B, t, schedule=Schedule(gram_bytes=0), **options)
-    assert ended[0].rows.rows.shape == (0, B.shape[0]) and ended[0].rows.fetched.size == 0
+    nothing = ended[0][0].rows
+    assert nothing.rows.shape == (0, B.shape[0]) and nothing.fetched.size == 0
     assert anew.log_evidence == kept.log_evidence and anew.beta == kept.beta
     assert anew.steps == kept.steps
     for got, expected in zip(anew.model(), kept.model(), strict=True):
