@@ -202,7 +202,9 @@ class GramRows:
     added, each computed on its first add and copied on the next (a re-add after a delete,
     or an add in a later ascent): the same numbers as a new product, without its pass over
     ``B``. Nothing is kept (``rows`` and ``fetched`` empty) when ``n_basis^2`` doubles take
-    more than ``budget`` bytes."""
+    more than ``budget`` bytes. (The large path keeps such products in
+    :class:`~._crosses.CrossCache`, fetched from a :class:`~bayes_rvm.basis.Basis` in
+    batches; this is the compiled loop's, arrays it reads and fills itself.)"""
 
     def __init__(self, n_basis: int, budget: int):
         kept = n_basis if 8 * n_basis * n_basis <= budget else 0
@@ -242,13 +244,13 @@ class Ascent:
         When ``B`` is a reduced design ``[R; 0]^T`` (target ``t = [z; r]``), the target of
         the rows it stands for: their number is ``N`` (eq. 36 and 46, ``sub_steps``) and
         the noise floor is taken from it.
-    rows : GramRows, optional
+    gram : GramRows, optional
         The products of the columns added so far on ``B``, shared with other ascents on
         it; by default its own, kept within :attr:`Schedule.gram_bytes`.
     """
 
     def __init__(
-        self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, full_t=None, rows=None
+        self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, full_t=None, gram=None
     ):
         n_basis, N = B.shape
         self.B, self.t = B, t
@@ -277,7 +279,7 @@ class Ascent:
         self.path = np.zeros(min(max_iter, 4096) + 2)
         self.istate = np.zeros(10, dtype=np.int64)
         self.fstate = np.zeros(4)
-        self.rows = GramRows(n_basis, schedule.gram_bytes) if rows is None else rows
+        self.gram = GramRows(n_basis, schedule.gram_bytes) if gram is None else gram
         self._start_pd = True  # the starting model's posterior precision (see resume)
         self._start(beta)
 
@@ -376,7 +378,7 @@ class Ascent:
                     self.C, self.Phi, self.Sigma, self.mu, self.L, self.position, self.S, self.Q,
                     self.istate, self.fstate, self.unresolved, self.path, self.learn_noise,
                     self.has_hyper, self.prior.c, self.prior.d, self.max_iter, settings,
-                    self.rows.rows, self.rows.fetched,
+                    self.gram.rows, self.gram.fetched,
                 )
             )  # fmt: skip
             if code == Status.FULL:
@@ -452,7 +454,7 @@ def ascend_dense(
     """
     options = {
         "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
-        "rows": GramRows(B.shape[0], schedule.gram_bytes),  # shared by the ascents
+        "gram": GramRows(B.shape[0], schedule.gram_bytes),  # shared by the ascents
     }  # fmt: skip
     held = full_t is None  # B is the basis itself, not a reduced design
     full_t = t if full_t is None else full_t
