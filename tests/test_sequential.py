@@ -670,6 +670,28 @@ def test_compiled_refactor_on_large_active_sets(m):
     assert np.isnan(_steps.refactor(*args))
 
 
+def test_compiled_block_updates_are_the_array_expressions():
+    """The compiled loops that update a leading block of the state arrays in place give
+    what numpy's array expressions give, to the bit, and leave the rest of the array."""
+    from bayes_rvm.solvers._factor import add_block, copy_block
+
+    rng = np.random.default_rng(3)
+    out = rng.normal(size=(9, 8))
+    values = rng.normal(size=(6, 5)) * 10.0 ** rng.integers(-8, 8, size=(6, 5))
+    for sign in (1.0, -1.0):
+        expected = out.copy()
+        expected[:6, :5] = expected[:6, :5] + values if sign > 0 else expected[:6, :5] - values
+        add_block(out, values, sign)
+        assert out.tobytes() == expected.tobytes()
+    expected = out.copy()
+    expected[:5, :6] = values.T
+    copy_block(out, values, True)
+    assert out.tobytes() == expected.tobytes()
+    expected[:6, :5] = -values
+    copy_block(out, -values, False)
+    assert out.tobytes() == expected.tobytes()
+
+
 @pytest.mark.parametrize("m", [1, 64, 150])
 def test_compiled_forward_substitution(m):
     """The compiled loop's ``L^-1 b`` for many right-hand sides (one block of 64 rows, and

@@ -15,8 +15,10 @@ import numpy as np
 
 __all__ = [
     "BLOCKED",
+    "add_block",
     "cholesky",
     "cholesky_lapack",
+    "copy_block",
     "forward_rows",
     "lower_gram_blocked",
     "lower_inverse",
@@ -24,6 +26,35 @@ __all__ = [
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
+
+
+# numba compiles an array expression over a block of a larger array (``Sigma[:M, :M] -=
+# T``) into a generic strided loop: 3.3 ns per element against 0.6 ns for the two loops
+# below (550 x 550 of a 640 x 640 array), the same operations on every element.
+@_jit
+def add_block(out, values, sign):
+    """``out[:m, :n] += sign values`` for ``values`` of shape ``(m, n)`` and ``sign`` of
+    +1 or -1 (``x + (-v)`` is ``x - v`` to the bit)."""
+    m, n = values.shape
+    for a in range(m):
+        for b in range(n):
+            out[a, b] += sign * values[a, b]
+
+
+@_jit
+def copy_block(out, values, transpose):
+    """``out[:m, :n] = values`` (``transpose``: ``values.T``, ``values`` of shape
+    ``(n, m)``)."""
+    if transpose:
+        n, m = values.shape
+        for a in range(m):
+            for b in range(n):
+                out[a, b] = values[b, a]
+    else:
+        m, n = values.shape
+        for a in range(m):
+            for b in range(n):
+                out[a, b] = values[a, b]
 
 
 @_jit
@@ -94,7 +125,7 @@ def lower_inverse_blocked(L):
         X[i0:i1, i0:i1] = lower_inverse(np.ascontiguousarray(L[i0:i1, i0:i1]))
         if i0:
             T = np.dot(np.ascontiguousarray(L[i0:i1, :i0]), np.ascontiguousarray(X[:i0, :i0]))
-            X[i0:i1, :i0] = -np.dot(np.ascontiguousarray(X[i0:i1, i0:i1]), T)
+            copy_block(X[i0:i1, :i0], -np.dot(np.ascontiguousarray(X[i0:i1, i0:i1]), T), False)
     return X
 
 
@@ -104,11 +135,13 @@ def lower_gram_blocked(X, out):
     zero right of its diagonal block, so it adds ``X_K,:k1^T X_K,:k1`` to the leading
     ``k1 x k1`` block only (a third of the full product's flops)."""
     M = X.shape[0]
-    out[:M, :M] = 0.0
+    for a in range(M):
+        for b in range(M):
+            out[a, b] = 0.0
     for k0 in range(0, M, _BLOCK):
         k1 = min(k0 + _BLOCK, M)
         rows = np.ascontiguousarray(X[k0:k1, :k1])
-        out[:k1, :k1] += np.dot(np.ascontiguousarray(rows.T), rows)
+        add_block(out, np.dot(np.ascontiguousarray(rows.T), rows), 1.0)
 
 
 @_jit

@@ -29,8 +29,10 @@ import numpy as np
 from bayes_rvm import evidence
 from bayes_rvm.solvers._factor import (
     BLOCKED,
+    add_block,
     cholesky,
     cholesky_lapack,
+    copy_block,
     forward_rows,
     lower_gram_blocked,
     lower_inverse,
@@ -126,7 +128,7 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
         logdet += 2.0 * math.log(L[a, a])
         largest = max(largest, L[a, a])
         smallest = min(smallest, L[a, a])
-    L_keep[:M, :M] = L.T  # held as U = L^T: the updates below read rows of U
+    copy_block(L_keep, L, True)  # held as U = L^T: the updates below read rows of U
     # eps cond(H), cond(H) estimated by (max diag L / min diag L)^2 (a lower bound)
     fstate[F_RESOLUTION] = 2.2e-16 * (largest / smallest) ** 2 if M else 0.0
     # Sigma = L^-T L^-1 by an inverse of L (triangular solves against the identity)
@@ -135,7 +137,7 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
         lower_gram_blocked(Linv, Sigma)
     else:
         Linv = lower_inverse(L)
-        Sigma[:M, :M] = np.dot(np.ascontiguousarray(Linv.T), Linv)
+        copy_block(Sigma, np.dot(np.ascontiguousarray(Linv.T), Linv), False)
     # Tipping (2001) eq. 13: mu = beta Sigma Phi_a^T t, by the two triangular solves
     z = np.empty(M)
     for i in range(M):
@@ -303,7 +305,7 @@ def _flush(pending, terms, count, C, Sigma, S, Q, M, beta):
     for i in range(P):
         for a in range(M):
             W[i, a] = terms[0, i] * V[i, a]
-    Sigma[:M, :M] -= np.dot(np.ascontiguousarray(V.T), W)
+    add_block(Sigma, np.dot(np.ascontiguousarray(V.T), W), -1.0)
     count[0] = 0
 
 
