@@ -571,13 +571,17 @@ def test_compiled_loss_of_definiteness_falls_back_to_the_large_path():
 
 
 @pytest.mark.parametrize(
-    "schedule", [Schedule(), Schedule(defer=3, defer_min=1)], ids=["immediate", "deferred"]
+    "schedule",
+    [Schedule(), Schedule(defer=3, defer_min=1), Schedule(refactor_min=10**6)],
+    ids=["immediate", "deferred", "updated factor"],
 )
 def test_compiled_state_matches_scratch(schedule):
     """The compiled loop's rank-one updates of Sigma, mu, S and Q against the N x N
     computation after every number of steps up to 60 (fixed noise: only alpha moves), and
     its Cholesky factor of H, kept through adds and re-estimates, against a new one; also
-    with the terms of up to 3 re-estimates pending (applied together, and on return)."""
+    with the terms of up to 3 re-estimates pending (applied together, and on return), and
+    with no new factor on the way (the re-estimates' factor updates, recorded and applied
+    before an add extends the factor)."""
     from bayes_rvm.solvers._steps import I_LSYNC, I_M
 
     Phi, t = _sparse_problem(3, n=50, m=30, noise=0.3)
@@ -648,13 +652,13 @@ def test_compiled_refactor_on_large_active_sets(m):
     columns, blocks of 64): Sigma, mu and log|H| against numpy's inverse and solve, and a
     precision that is not positive definite reported as nan."""
     from bayes_rvm.solvers import _steps
-    from bayes_rvm.solvers._slots import F_BETA, I_M
+    from bayes_rvm.solvers._slots import F_BETA, I_M, N_ISTATE
 
     rng = np.random.default_rng(m)
     Phi, t = rng.normal(size=(3 * m, m)), rng.normal(size=3 * m)
     alpha, beta = rng.uniform(0.1, 10.0, m), 2.0
     H = beta * Phi.T @ Phi + np.diag(alpha)
-    istate, fstate = np.zeros(10, dtype=np.int64), np.zeros(4)
+    istate, fstate = np.zeros(N_ISTATE, dtype=np.int64), np.zeros(4)
     istate[I_M], fstate[F_BETA] = m, beta
     cap = m + 3  # the state arrays have spare room
     Sigma, L, mu = np.zeros((cap, cap)), np.zeros((cap, cap)), np.zeros(cap)
@@ -690,6 +694,40 @@ def test_compiled_block_updates_are_the_array_expressions():
     expected[:6, :5] = -values
     copy_block(out, -values, False)
     assert out.tobytes() == expected.tobytes()
+
+
+def test_compiled_factor_updates_recorded_then_applied_are_the_eager_ones():
+    """Factor updates recorded by the re-estimates and applied when the factor is next
+    read give the factor that applying each at once gives, to the bit, also when the
+    record is full; a downdate that loses positive definiteness takes the factor out of
+    sync, as it does applied at once, and the record is emptied."""
+    from bayes_rvm.solvers import _steps
+    from bayes_rvm.solvers._slots import I_FACTOR_PENDING, I_LSYNC, I_M, N_ISTATE
+
+    rng = np.random.default_rng(8)
+    m, cap = 40, 44
+    A = rng.normal(size=(2 * m, m))
+    U = np.zeros((cap, cap))
+    U[:m, :m] = np.linalg.cholesky(A.T @ A + np.eye(m)).T
+    positions, changes = rng.integers(0, m, 25), rng.uniform(-0.5, 2.0, 25)
+    steps = [(int(p), float(d)) for p, d in zip(positions, changes, strict=True)]
+    eager = U.copy()
+    for p, delta in steps:
+        assert _steps._update_factor(eager, m, p, delta)
+    istate = np.zeros(N_ISTATE, dtype=np.int64)
+    istate[I_M], istate[I_LSYNC] = m, 1
+    updates, deltas = np.zeros(10, dtype=np.int64), np.zeros(10)  # full twice on the way
+    for p, delta in steps:
+        _steps._defer_factor(U, istate, updates, deltas, p, delta)
+    assert istate[I_FACTOR_PENDING] == 5
+    _steps._sync_factor(U, istate, updates, deltas)
+    assert U.tobytes() == eager.tobytes()
+    assert istate[I_LSYNC] == 1 and istate[I_FACTOR_PENDING] == 0
+    # a downdate by more than the diagonal: not positive definite
+    _steps._defer_factor(U, istate, updates, deltas, 3, -1e6)
+    _steps._defer_factor(U, istate, updates, deltas, 5, 1.0)
+    _steps._sync_factor(U, istate, updates, deltas)
+    assert istate[I_LSYNC] == 0 and istate[I_FACTOR_PENDING] == 0
 
 
 @pytest.mark.parametrize("m", [1, 64, 150])

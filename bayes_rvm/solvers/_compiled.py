@@ -277,7 +277,7 @@ class Ascent:
         self.Q = np.zeros(n_basis)
         self.unresolved = np.zeros(n_basis, dtype=np.bool_)
         self.path = np.zeros(min(max_iter, 4096) + 2)
-        self.istate = np.zeros(10, dtype=np.int64)
+        self.istate = np.zeros(_slots.N_ISTATE, dtype=np.int64)
         self.fstate = np.zeros(4)
         self.gram = GramRows(n_basis, schedule.gram_bytes) if gram is None else gram
         self._start_pd = True  # the starting model's posterior precision (see resume)

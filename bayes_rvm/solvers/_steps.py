@@ -46,6 +46,7 @@ from bayes_rvm.solvers._slots import (
     F_LOG_EV,
     F_RESOLUTION,
     FULL,
+    I_FACTOR_PENDING,
     I_FRESH,
     I_LSYNC,
     I_M,
@@ -152,6 +153,7 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
         mu[i] = acc / L[i, i]
     istate[I_SINCE] = 0
     istate[I_LSYNC] = 1
+    istate[I_FACTOR_PENDING] = 0  # the updates recorded before are in the new factor
     return logdet
 
 
@@ -279,12 +281,17 @@ def ascend(
     terms = np.zeros((2, max(defer, 1)))  # their kappa and kappa mu_p
     diag = np.zeros(cap)  # diag(Sigma) with the pending terms applied
     count = np.zeros(1, dtype=np.int64)
+    # the factor updates of the re-estimates since the last factor (at most
+    # max(refactor_min, M) of them; a full buffer is applied)
+    updates = np.zeros(max(cap, int(settings[2])) + 1, dtype=np.int64)
+    deltas = np.zeros(updates.size)
     code = _ascend(
         B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
         istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
-        pending, terms, diag, count, gram, fetched,
+        pending, terms, diag, count, gram, fetched, updates, deltas,
     )  # fmt: skip
     _flush(pending, terms, count, C, Sigma, S, Q, istate[I_M], fstate[F_BETA])
+    _sync_factor(L_keep, istate, updates, deltas)
     return code
 
 
@@ -313,9 +320,10 @@ def _flush(pending, terms, count, C, Sigma, S, Q, M, beta):
 def _ascend(
     B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
     istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
-    pending, terms, diag, count, gram, fetched,
+    pending, terms, diag, count, gram, fetched, updates, deltas,
 ):  # fmt: skip
-    """The loop of :func:`ascend`; may return with re-estimates pending."""
+    """The loop of :func:`ascend`; may return with re-estimates and factor updates
+    pending."""
     tol, floor, refactor_min, span, resolution = settings[:5]
     relative_inner, sub_steps, restart_below, noise_growth, noise_rtol, polish = settings[5:11]
     cancellation, newton_after, newton_min, defer, defer_min = settings[11:16]
@@ -417,6 +425,7 @@ def _ascend(
             s_j, q_j = _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit)
             if s_j < cancellation * beta * unit[j]:
                 # most digits of beta - beta^2 c^T Sigma c cancel: from a current factor
+                _sync_factor(L_keep, istate, updates, deltas)
                 if not istate[I_LSYNC] and math.isnan(
                     refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
                 ):
@@ -448,6 +457,9 @@ def _ascend(
         _record(path, istate, fstate)
         istate[I_RUN] = istate[I_RUN] + 1 if p >= 0 and math.isfinite(best_alpha) else 0
         if p < 0:
+            # _add extends the factor: the one the updates give when each is applied as
+            # it comes (extended first and updated after, it is the same up to rounding)
+            _sync_factor(L_keep, istate, updates, deltas)
             _fetch(j, B, gram, fetched, C[M])
             Phi[M] = B[j]
             _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, L_keep, unit, idx, alpha, position, S, Q,
@@ -455,8 +467,8 @@ def _ascend(
         elif math.isfinite(best_alpha) and defer > 0 and defer_min <= M:
             _reestimate_pending(p, best_alpha, Sigma, mu, alpha, pending, terms, diag, count, M)
             istate[I_SINCE] += 1
-            if istate[I_LSYNC] and not _update_factor(L_keep, M, p, best_alpha - alpha[p]):
-                istate[I_LSYNC] = 0
+            if istate[I_LSYNC]:
+                _defer_factor(L_keep, istate, updates, deltas, p, best_alpha - alpha[p])
             alpha[p] = best_alpha
             if count[0] == defer:
                 _flush(pending, terms, count, C, Sigma, S, Q, M, beta)
@@ -475,12 +487,15 @@ def _ascend(
             _sq_update(C, sigma_p, M, beta, S, Q, kappa, kappa * mu_p, -1)
             istate[I_SINCE] += 1
             if math.isfinite(best_alpha):
-                if istate[I_LSYNC] and not _update_factor(L_keep, M, p, best_alpha - alpha[p]):
-                    istate[I_LSYNC] = 0
+                if istate[I_LSYNC]:
+                    _defer_factor(L_keep, istate, updates, deltas, p, best_alpha - alpha[p])
                 alpha[p] = best_alpha
             else:
                 if p != M - 1:  # the last position moves into the hole: L is not triangular
                     istate[I_LSYNC] = 0
+                    istate[I_FACTOR_PENDING] = 0
+                else:  # the recorded updates go in while the factor has their M rows
+                    _sync_factor(L_keep, istate, updates, deltas)
                 _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate)
 
 
@@ -575,6 +590,37 @@ def _exact_inactive(j, C, U, mu, M, beta, phi_t, unit):
         quad += l[a] * l[a]
         cm += C[a, j] * mu[a]
     return beta * unit[j] - quad, beta * (phi_t[j] - cm)
+
+
+@_jit
+def _defer_factor(U, istate, updates, deltas, p, delta):
+    """Record the update of ``L = U^T`` for ``alpha_p`` changed by ``delta``
+    (:func:`_update_factor`), applied by :func:`_sync_factor` when the factor is next read:
+    most are not (a delete or the next factor comes first), and each costs ``O((M -
+    p)^2)``."""
+    k = istate[I_FACTOR_PENDING]
+    if k == updates.size:
+        _sync_factor(U, istate, updates, deltas)
+        if not istate[I_LSYNC]:
+            return
+        k = 0
+    updates[k] = p
+    deltas[k] = delta
+    istate[I_FACTOR_PENDING] = k + 1
+
+
+@_jit
+def _sync_factor(U, istate, updates, deltas):
+    """Apply the recorded factor updates in their order, on the ``M`` rows they were
+    recorded with: the factor eager updates would have held, to the bit. The first that
+    loses positive definiteness leaves the factor out of sync (``I_LSYNC`` 0), as it did
+    when it was taken."""
+    M = istate[I_M]
+    for k in range(istate[I_FACTOR_PENDING]):
+        if not _update_factor(U, M, updates[k], deltas[k]):
+            istate[I_LSYNC] = 0
+            break
+    istate[I_FACTOR_PENDING] = 0
 
 
 @_jit
