@@ -696,6 +696,21 @@ def test_compiled_block_updates_are_the_array_expressions():
     assert out.tobytes() == expected.tobytes()
 
 
+def test_compiled_state_slots_fit_the_state_arrays():
+    """Every slot of the integer state is a distinct index below ``N_ISTATE``, the size
+    the ascents allocate (the compiled loop does not check bounds: a slot past the end
+    would write outside the array), and every float slot below ``fstate``'s size."""
+    from bayes_rvm.solvers import _slots
+
+    integer = [v for k, v in vars(_slots).items() if k.startswith("I_")]
+    floats = [v for k, v in vars(_slots).items() if k.startswith("F_")]
+    assert sorted(integer) == list(range(_slots.N_ISTATE))
+    ascent = Ascent(np.eye(3), np.ones(3), 1.0, learn_noise=True, prior=Prior(), tol=1e-6,
+                    max_iter=10, schedule=Schedule())  # fmt: skip
+    assert ascent.istate.size == _slots.N_ISTATE
+    assert sorted(floats) == list(range(ascent.fstate.size))
+
+
 def test_compiled_factor_updates_recorded_then_applied_are_the_eager_ones():
     """Factor updates recorded by the re-estimates and applied when the factor is next
     read give the factor that applying each at once gives, to the bit, also when the
