@@ -281,9 +281,10 @@ def ascend(
     terms = np.zeros((2, max(defer, 1)))  # their kappa and kappa mu_p
     diag = np.zeros(cap)  # diag(Sigma) with the pending terms applied
     count = np.zeros(1, dtype=np.int64)
-    # the factor updates of the re-estimates since the last factor (at most
-    # max(refactor_min, M) of them; a full buffer is applied)
-    updates = np.zeros(max(cap, int(settings[2])) + 1, dtype=np.int64)
+    # the factor updates recorded since the last factor: at most max(refactor_min, M),
+    # after which the loop takes a new factor (_defer_factor applies a full record rather
+    # than write past it: the loop does not check bounds)
+    updates = np.zeros(max(cap, int(settings[2])), dtype=np.int64)
     deltas = np.zeros(updates.size)
     code = _ascend(
         B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
