@@ -716,7 +716,7 @@ def test_compiled_factor_updates_recorded_then_applied_are_the_eager_ones():
     read give the factor that applying each at once gives, to the bit, also when the
     record is full; a downdate that loses positive definiteness takes the factor out of
     sync, as it does applied at once, and the record is emptied."""
-    from bayes_rvm.solvers import _steps
+    from bayes_rvm.solvers import _factor, _steps
     from bayes_rvm.solvers._slots import I_FACTOR_PENDING, I_LSYNC, I_M, N_ISTATE
 
     rng = np.random.default_rng(8)
@@ -728,7 +728,7 @@ def test_compiled_factor_updates_recorded_then_applied_are_the_eager_ones():
     steps = [(int(p), float(d)) for p, d in zip(positions, changes, strict=True)]
     eager = U.copy()
     for p, delta in steps:
-        assert _steps._update_factor(eager, m, p, delta)
+        assert _factor.update_factor(eager, m, p, delta)
     istate = np.zeros(N_ISTATE, dtype=np.int64)
     istate[I_M], istate[I_LSYNC] = m, 1
     updates, deltas = np.zeros(10, dtype=np.int64), np.zeros(10)  # full twice on the way

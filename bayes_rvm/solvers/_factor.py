@@ -1,5 +1,5 @@
 """Compiled factorisations of the sequential solver's step loop (:mod:`._steps`):
-Cholesky factors, triangular inverses and triangular solves of
+Cholesky factors, their rank-one updates, triangular inverses and triangular solves of
 ``H = A + beta Phi_a^T Phi_a``.
 
 Below :data:`BLOCKED` active columns they are scalar loops; from there LAPACK's Cholesky
@@ -19,10 +19,12 @@ __all__ = [
     "cholesky",
     "cholesky_lapack",
     "copy_block",
+    "forward",
     "forward_rows",
     "lower_gram_blocked",
     "lower_inverse",
     "lower_inverse_blocked",
+    "update_factor",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
@@ -166,3 +168,38 @@ def forward_rows(U, M, b, out):
                 if u != 0.0:
                     for m in range(n):
                         acc[a - k0, m] -= u * out[k, m]
+
+
+@_jit
+def forward(U, M, b, out):
+    """``out[:M] = L^-1 b[:M]`` for ``L = U^T`` (``U`` upper triangular), a column of
+    ``L`` (a row of ``U``) at a time; each ``out[a]`` takes the same operations in the
+    same order as the inner-product form ``(b_a - sum_{k<a} L_ak out_k) / L_aa``."""
+    acc = b[:M].copy()
+    for k in range(M):
+        out[k] = acc[k] / U[k, k]
+        for a in range(k + 1, M):
+            acc[a] -= U[k, a] * out[k]
+
+
+@_jit
+def update_factor(U, M, p, delta):
+    """``L = U^T`` becomes the factor of ``L L^T + delta e_p e_p^T`` (the precision ``H``
+    after ``alpha_p`` changes by ``delta``): a rank-one update (``delta > 0``) or
+    downdate, in ``O((M - p)^2)`` on rows of ``U``; False when the downdate loses positive
+    definiteness."""
+    sign = 1.0 if delta > 0.0 else -1.0
+    x = np.zeros(M)
+    x[p] = math.sqrt(abs(delta))
+    for k in range(p, M):
+        lkk = U[k, k]
+        r2 = lkk * lkk + sign * x[k] * x[k]
+        if not r2 > 0.0:
+            return False
+        r = math.sqrt(r2)
+        cos, sin = r / lkk, x[k] / lkk
+        U[k, k] = r
+        for i in range(k + 1, M):
+            U[k, i] = (U[k, i] + sign * sin * x[i]) / cos
+            x[i] = cos * x[i] - sin * U[k, i]
+    return True

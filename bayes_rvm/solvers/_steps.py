@@ -33,10 +33,12 @@ from bayes_rvm.solvers._factor import (
     cholesky,
     cholesky_lapack,
     copy_block,
+    forward,
     forward_rows,
     lower_gram_blocked,
     lower_inverse,
     lower_inverse_blocked,
+    update_factor,
 )
 from bayes_rvm.solvers._slots import (
     ABOVE,
@@ -563,18 +565,6 @@ def _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit):
 
 
 @_jit
-def _forward(U, M, b, out):
-    """``out[:M] = L^-1 b[:M]`` for ``L = U^T`` (``U`` upper triangular), a column of
-    ``L`` (a row of ``U``) at a time; each ``out[a]`` takes the same operations in the
-    same order as the inner-product form ``(b_a - sum_{k<a} L_ak out_k) / L_aa``."""
-    acc = b[:M].copy()
-    for k in range(M):
-        out[k] = acc[k] / U[k, k]
-        for a in range(k + 1, M):
-            acc[a] -= U[k, a] * out[k]
-
-
-@_jit
 def _exact_inactive(j, C, U, mu, M, beta, phi_t, unit):
     """``S_j = beta phi_j^T phi_j - ||l||^2`` with ``l = L^-1 beta c`` and ``Q_j = beta
     (phi_j^T t - c^T mu)``, ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25), from
@@ -584,7 +574,7 @@ def _exact_inactive(j, C, U, mu, M, beta, phi_t, unit):
     for a in range(M):
         c[a] = beta * C[a, j]
     l = np.empty(M)
-    _forward(U, M, c, l)
+    forward(U, M, c, l)
     quad = 0.0
     cm = 0.0
     for a in range(M):
@@ -596,9 +586,9 @@ def _exact_inactive(j, C, U, mu, M, beta, phi_t, unit):
 @_jit
 def _defer_factor(U, istate, updates, deltas, p, delta):
     """Record the update of ``L = U^T`` for ``alpha_p`` changed by ``delta``
-    (:func:`_update_factor`), applied by :func:`_sync_factor` when the factor is next read:
-    most are not (a delete or the next factor comes first), and each costs ``O((M -
-    p)^2)``."""
+    (:func:`~._factor.update_factor`), applied by :func:`_sync_factor` when the factor is
+    next read: most are not (a delete or the next factor comes first), and each costs
+    ``O((M - p)^2)``."""
     k = istate[I_FACTOR_PENDING]
     if k == updates.size:
         _sync_factor(U, istate, updates, deltas)
@@ -618,33 +608,10 @@ def _sync_factor(U, istate, updates, deltas):
     when it was taken."""
     M = istate[I_M]
     for k in range(istate[I_FACTOR_PENDING]):
-        if not _update_factor(U, M, updates[k], deltas[k]):
+        if not update_factor(U, M, updates[k], deltas[k]):
             istate[I_LSYNC] = 0
             break
     istate[I_FACTOR_PENDING] = 0
-
-
-@_jit
-def _update_factor(U, M, p, delta):
-    """``L = U^T`` becomes the factor of ``L L^T + delta e_p e_p^T`` (the precision ``H``
-    after ``alpha_p`` changes by ``delta``): a rank-one update (``delta > 0``) or
-    downdate, in ``O((M - p)^2)`` on rows of ``U``; False when the downdate loses positive
-    definiteness."""
-    sign = 1.0 if delta > 0.0 else -1.0
-    x = np.zeros(M)
-    x[p] = math.sqrt(abs(delta))
-    for k in range(p, M):
-        lkk = U[k, k]
-        r2 = lkk * lkk + sign * x[k] * x[k]
-        if not r2 > 0.0:
-            return False
-        r = math.sqrt(r2)
-        cos, sin = r / lkk, x[k] / lkk
-        U[k, k] = r
-        for i in range(k + 1, M):
-            U[k, i] = (U[k, i] + sign * sin * x[i]) / cos
-            x[i] = cos * x[i] - sin * U[k, i]
-    return True
 
 
 @_jit
@@ -660,7 +627,7 @@ def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, U, unit, idx, alpha, position, S, Q
         c[a] = C[a, j]
     if istate[I_LSYNC]:
         l = np.empty(M)
-        _forward(U, M, beta * c, l)
+        forward(U, M, beta * c, l)
         quad = 0.0
         for a in range(M):
             U[a, M] = l[a]
