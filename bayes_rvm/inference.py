@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import xarray as xr
+from pymc.sampling import mcmc as pm_mcmc
 from pymc.variational.callbacks import CheckParametersConvergence
 from scipy import stats
 from scipy.special import log_expit, log_softmax, logsumexp
@@ -493,7 +494,9 @@ def _check_var_names(model, var_names):
 
 
 #: keyword arguments of pm.sample and of its NUTS step, which **sample_kwargs may hold
-_SAMPLE_OPTIONS = frozenset(inspect.signature(pm.sample).parameters) | frozenset(
+#: (read from the module that defines pm.sample: the name ``pm.sample`` may be wrapped
+#: when this module is first imported)
+_SAMPLE_OPTIONS = frozenset(inspect.signature(pm_mcmc.sample).parameters) | frozenset(
     inspect.signature(pm.NUTS.__init__).parameters
 )
 #: options of sample() itself, or set by it
