@@ -194,6 +194,35 @@ def test_newton_reaches_the_joint_optimum():
     np.testing.assert_allclose(np.log(alpha), best.x, atol=1e-4)
 
 
+def test_newton_stops_at_the_optimum_without_trial_steps(monkeypatch):
+    """From the joint optimum the Newton steps end on the quadratic model's gain: one
+    evaluation of the objective and no trial steps, whose gains there would be rounding
+    (each a factorisation, up to ``damping_max``)."""
+    from bayes_rvm.solvers import _newton
+
+    rng = np.random.default_rng(5)
+    n, m, beta = 80, 6, 30.0
+    Phi = rng.normal(size=(n, m))
+    Phi /= np.linalg.norm(Phi, axis=0)
+    t = Phi @ rng.normal(0.0, 3.0, m) + rng.normal(0.0, beta**-0.5, n)
+    G, b = beta * Phi.T @ Phi, beta * Phi.T @ t
+    settings = _newton.NewtonSettings()
+    optimum, gain = _newton.joint_newton(G, b, np.ones(m), np.arange(m), 1e-13, settings)
+    assert gain > 1e-2  # the start was not the optimum: steps were taken
+    calls = []
+
+    def counted(*args):
+        calls.append(1)
+        return objective(*args)
+
+    objective = _newton.alpha_objective
+    monkeypatch.setattr(_newton, "alpha_objective", counted)
+    again, gain = _newton.joint_newton(G, b, optimum, np.arange(m), 1e-9, settings)
+    assert len(calls) == 1
+    assert gain == 0.0
+    np.testing.assert_array_equal(again, optimum)
+
+
 def test_kernel_basis_equals_precomputed(rng):
     X = rng.uniform(-3, 3, size=(150, 2))
     t = np.sin(X[:, 0]) * np.cos(X[:, 1]) + rng.normal(0, 0.1, 150)

@@ -75,7 +75,7 @@ def joint_newton(
     ``lam`` grows until it does (up to ``settings.damping_max``); so does a step at which
     ``H`` is not positive definite to rounding. At most ``settings.steps`` steps, each
     ``log alpha_i`` moving by at most ``settings.max_step``; the steps stop once one gains
-    at most ``tol``.
+    at most ``tol``, or once the quadratic model gives the next at most ``tol``.
     """
     alpha = alpha.copy()
     value, L, mu = alpha_objective(G, b, alpha)
@@ -95,7 +95,7 @@ def joint_newton(
         block = Sigma[np.ix_(free, free)]
         curvature = 0.5 * np.outer(a, a) * (block**2 + 2.0 * np.outer(m, m) * block)
         curvature[np.diag_indices_from(curvature)] -= 0.5 * a * (d + m**2)
-        accepted = False
+        accepted = optimal = False
         while not accepted and lam <= settings.damping_max:
             system = lam * np.eye(free.size) - curvature
             try:
@@ -103,8 +103,16 @@ def joint_newton(
             except _linalg.NotPositiveDefiniteError:
                 lam = max(4.0 * lam, 1e-6)
                 continue
+            newton = _linalg.cho_solve(factor, grad)
+            # the gain the quadratic model gives the step before it is clipped (for lam = 0
+            # half the Newton decrement), smaller for every larger lam: at most tol, the
+            # objective is at its optimum to tol, and the evaluations would only test its
+            # rounding
+            optimal = float(grad @ newton + 0.5 * newton @ (curvature @ newton)) <= tol
+            if optimal:
+                break
             limit = settings.max_step
-            step = np.clip(_linalg.cho_solve(factor, grad), -limit, limit)
+            step = np.clip(newton, -limit, limit)
             trial = alpha.copy()
             trial[free] *= np.exp(step)
             try:
@@ -114,7 +122,7 @@ def joint_newton(
             accepted = new_value > value
             if not accepted:
                 lam = max(4.0 * lam, 1e-6)
-        if not accepted:  # no step raises the evidence: at the optimum to rounding
+        if optimal or not accepted:  # no step raises the evidence: at the optimum
             break
         gain = new_value - value
         alpha, value, L, mu = trial, new_value, new_L, new_mu
