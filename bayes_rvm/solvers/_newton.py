@@ -105,9 +105,10 @@ def joint_newton(
                 continue
             newton = _linalg.cho_solve(factor, grad)
             # the gain the quadratic model gives the step before it is clipped (for lam = 0
-            # half the Newton decrement), smaller for every larger lam: at most tol, the
-            # objective is at its optimum to tol, and the evaluations would only test its
-            # rounding
+            # half the Newton decrement), smaller for every larger lam: at most tol, no
+            # step at this damping or more gains more than tol by the model (at lam = 0:
+            # the optimum to tol; lam > 0 only where less damping failed), and the
+            # evaluations would only test the objective's rounding
             optimal = float(grad @ newton + 0.5 * newton @ (curvature @ newton)) <= tol
             if optimal:
                 break
