@@ -39,8 +39,7 @@ def client():
 
 def _held_by_the_workers(client, X, rows):
     """``X`` as a dask array whose chunks of ``rows`` rows are held by the two workers in
-    turn, as data loaded on a cluster are: a task on a chunk runs where the chunk is, so
-    that which worker runs it does not depend on how fast each worker came free."""
+    turn, as data loaded on a cluster are."""
     workers = sorted(client.scheduler_info()["workers"])
     assert len(workers) == 2
     chunks = [
@@ -52,6 +51,17 @@ def _held_by_the_workers(client, X, rows):
         for k, start in enumerate(range(0, X.shape[0], rows))
     ]
     return da.concatenate(chunks)
+
+
+def _ran_per_chunk(client, stream, name: str, n_chunks: int) -> None:
+    """The tasks ``name`` of a fit ran on the cluster's workers, one per row chunk each
+    time. Which worker runs a task is the scheduler's choice: with chunks this small it
+    does not always send a task to the worker that holds its chunk (one CI run had every
+    pass of a fit on one worker), so the test does not ask for both."""
+    tasks = [task for task in stream.data if name in task["key"]]
+    assert tasks, f"no {name} tasks ran"
+    assert len(tasks) % n_chunks == 0, f"{len(tasks)} {name} tasks for {n_chunks} chunks"
+    assert {task["worker"] for task in tasks} <= set(client.scheduler_info()["workers"])
 
 
 def test_importing_the_package_does_not_import_dask():
@@ -159,11 +169,9 @@ def test_rvr_on_a_local_cluster_fits_like_in_memory(large_data, client, centres)
     _check_same_fit(local, remote)
     if centres is None:
         np.testing.assert_array_equal(remote.relevance_vectors_, local.relevance_vectors_)
-    workers = {task["worker"] for task in stream.data if "_chunk_pass" in task["key"]}
-    assert len(workers) == 2, "the passes did not run on both workers"
+    _ran_per_chunk(client, stream, "_chunk_pass", 4)
     if centres is not None:  # N >= 2 (n + 1): the fit ran on the reduced design
-        workers = {task["worker"] for task in stream.data if "_chunk_reduce" in task["key"]}
-        assert len(workers) == 2, "the reduction did not run on both workers"
+        _ran_per_chunk(client, stream, "_chunk_reduce", 4)
     np.testing.assert_allclose(remote.predict(X[:5]), local.predict(X[:5]), rtol=1e-6)
 
 
@@ -181,8 +189,7 @@ def test_mackay_on_a_local_cluster_runs_on_the_reduced_design(large_data, client
     _check_same_fit(local, remote)
     assert remote.result_.converged
     keys = [task["key"] for task in stream.data]
-    workers = {task["worker"] for task in stream.data if "_chunk_reduce" in task["key"]}
-    assert len(workers) == 2, "the reduction did not run on both workers"
+    _ran_per_chunk(client, stream, "_chunk_reduce", 4)
     assert not any("_chunk_columns" in key for key in keys), "columns were gathered"
 
 
