@@ -20,6 +20,8 @@ Policies checked here (documented in the estimators' ``fit`` docstrings):
 from __future__ import annotations
 
 import datetime
+import subprocess
+import sys
 import warnings
 from fractions import Fraction
 
@@ -833,6 +835,20 @@ def test_options_checked_before_running(no_sampling, function, case):
     options, error, match = {"sample": BAD_SAMPLE, "fit_vi": BAD_VI}[function][case]
     with pytest.raises(error, match=match):
         getattr(br, function)(no_sampling, **options)
+
+
+def test_sample_options_do_not_depend_on_a_wrapped_pm_sample():
+    """The options ``sample`` passes on are those of PyMC's own ``pm.sample``, also when
+    ``bayes_rvm.inference`` is first imported while ``pm.sample`` is wrapped (as in the
+    tests above): a fresh interpreter, the wrapper in place at the first import."""
+    code = (
+        "import pymc as pm\n"
+        "pm.sample = lambda *args, **kwargs: None\n"
+        "from bayes_rvm import inference\n"
+        "assert {'draws', 'compute_convergence_checks', 'nuts_sampler'}"
+        " <= inference._SAMPLE_OPTIONS, sorted(inference._SAMPLE_OPTIONS)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_bayesian_fits_need_a_bayes_rvm_model(no_sampling):
