@@ -137,7 +137,7 @@ def lower_gram_blocked(X, out):
     zero right of its diagonal block, so it adds ``X_K,:k1^T X_K,:k1`` to the leading
     ``k1 x k1`` block only (a third of the full product's flops)."""
     M = X.shape[0]
-    for a in range(M):
+    for a in range(M):  # a loop, not ``out[:M, :M] = 0.0``: see add_block
         for b in range(M):
             out[a, b] = 0.0
     for k0 in range(0, M, _BLOCK):
