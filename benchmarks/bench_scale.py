@@ -14,10 +14,11 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
   ``LocalCluster`` of ``--workers`` single-threaded worker processes, ``--centres``
   centres by k-means++ (on a sample of the rows).
 - ``dask-pass``: the same cluster, data and centres, but no fit: ``--passes`` times the
-  work of one column fetch as the sequential solver asks for it (``PREFETCH`` columns
-  gathered to the client, then their products with every column, ``Phi^T V``), to
-  measure the cost of one pass where a whole fit would take too long; a fit costs about
-  its number of passes times this (``docs/guide/scale.md``).
+  work of one column fetch as the sequential solver asks for it
+  (``LargeSchedule.prefetch`` columns gathered to the client, then their products with
+  every column, ``Phi^T V``), to measure the cost of one pass where a whole fit would
+  take too long; a fit costs about its number of passes times this
+  (``docs/guide/scale.md``).
 - ``dask-reduce``: the same cluster, data and basis as ``dask`` (the one ``RVR`` builds),
   and only the cluster's part of its fit: the reduction of ``[Phi | t]`` to its
   triangular factor (``DaskKernelBasis.reduce``), the target scaled to unit root mean
@@ -203,7 +204,9 @@ def run_dask(args, counter):
 def run_dask_pass(args, counter):
     from bayes_rvm.dask import DaskKernelBasis
     from bayes_rvm.kernels import RBF
-    from bayes_rvm.solvers.sequential import PREFETCH
+    from bayes_rvm.solvers.sequential import LargeSchedule
+
+    prefetch = LargeSchedule().prefetch  # the columns the large path fetches at a time
 
     with _dask_friedman(args) as (client, X, _):
         # gamma="scale" for uniform inputs on [0, 1]^10: 1 / (10 var) = 1.2
@@ -211,7 +214,7 @@ def run_dask_pass(args, counter):
         basis = DaskKernelBasis(X, RBF(1.2), centres=centres)
         rng = np.random.default_rng(args.seed)
         for _ in range(args.passes):
-            idx = rng.choice(basis.n_columns, PREFETCH, replace=False)
+            idx = rng.choice(basis.n_columns, prefetch, replace=False)
             worker_cpu = sum(client.run(_cpu_seconds).values())
             start = time.perf_counter()
             columns = basis.columns(idx)
@@ -220,7 +223,7 @@ def run_dask_pass(args, counter):
             seconds = time.perf_counter() - start
             worker_cpu = sum(client.run(_cpu_seconds).values()) - worker_cpu
             print(
-                f"fetch of {PREFETCH} columns {fetched:.1f} s, with their products "
+                f"fetch of {prefetch} columns {fetched:.1f} s, with their products "
                 f"{seconds:.1f} s (workers' CPU {worker_cpu:.1f} s)"
             )
 

@@ -61,3 +61,19 @@ def test_saved_factor_is_the_reduced_design_of_the_dask_fit(tmp_path, load_scrip
     )  # fmt: skip
     expected = fit.log_evidence_ + n * np.log(scale)
     assert ascent.log_evidence == pytest.approx(expected, rel=1e-8)
+
+
+@pytest.mark.slow
+def test_dask_pass_case_times_one_fetch_of_the_large_paths_columns(load_script, capsys):
+    """``--case dask-pass`` fetches as many columns as the large path fetches at a time
+    (``LargeSchedule.prefetch``) and times them with their products."""
+    from bayes_rvm.solvers.sequential import LargeSchedule
+
+    bench_scale = _script(load_script, "bench_scale")
+    bench_scale.main(
+        ["--case", "dask-pass", "--n", "3000", "--centres", "200", "--workers", "2",
+         "--chunk-rows", "1000", "--passes", "1"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert f"fetch of {LargeSchedule().prefetch} columns" in out
+    assert "with their products" in out
