@@ -3,8 +3,8 @@
 The scripts import the package's internals (schedules, solver modules, dataset loaders),
 and a benchmark that no longer runs is found only when someone needs its numbers. Each
 runs here in its own process, as from the command line, at a size that takes seconds;
-the scripts with tests of their own (the suite, the coverage study, the reduced design
-and the Dask cases of ``bench_scale.py``) are not repeated.
+the runs with tests of their own (the suite, the coverage study, and the ``dask-reduce``
+and ``dask-pass`` cases of ``bench_scale.py``) are not repeated.
 """
 
 from __future__ import annotations
@@ -45,12 +45,27 @@ SMALL_RUNS = {
     "scale-rvr": ["bench_scale.py", "--case", "rvr", "--n", "600"],
     "scale-rvc": ["bench_scale.py", "--case", "rvc", "--n", "600"],
     "scale-subset": ["bench_scale.py", "--case", "subset", "--n", "600", "--centres", "100"],
+    "scale-dask": [
+        "bench_scale.py",
+        "--case",
+        "dask",
+        "--n",
+        "3000",
+        "--centres",
+        "100",
+        "--workers",
+        "2",
+        "--chunk-rows",
+        "1000",
+    ],
 }
 
 
 @pytest.mark.parametrize("run", SMALL_RUNS.values(), ids=SMALL_RUNS.keys())
 def test_benchmark_script_runs(run):
     script, *args = run
+    if "dask" in args:
+        pytest.importorskip("distributed")  # the dask extra
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / script), *args],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
