@@ -509,7 +509,9 @@ or callable, default="rbf"
         solver's entries between two refactorisations of the posterior precision are
         running values from the steps' gains; with nearly collinear relevant columns
         (its condition number near ``1 / eps``) they can overshoot, and the next
-        refactorisation brings them back. The last entry is ``log_evidence_``.
+        refactorisation brings them back; there the exact value can also fall between
+        two refactorisations (the steps were taken on rounded ``Sigma``). The last entry
+        is ``log_evidence_``.
     n_iter_ : int
         Iterations (MacKay, EM), or steps and noise updates (sequential).
     kernel_ : Kernel or None

@@ -31,8 +31,8 @@ among the inactive columns (at least ``tol``), so that the early rounds do not p
 ``alpha`` that the next columns will move. The fit ends when an ascent to ``tol`` leaves
 no inactive column that gains more than ``tol``: no single add, re-estimate or delete of
 any column and no noise update gains more than ``tol``, the sequential solver's
-certificate. Each round starts from the model the last one reached, so the log evidence
-never decreases from round to round. The converged model's ``alpha`` then take joint
+certificate. Each round starts from the model the last one reached. The converged
+model's ``alpha`` then take joint
 Newton steps together (:meth:`WorkingSetFit.polish`), and the certificate is taken again
 at them, whole: the adds of the inactive columns, and the re-estimates and deletes of
 the active ones and the noise update (:meth:`WorkingSetFit.settled_gain`), which the
