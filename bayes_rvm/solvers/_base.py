@@ -103,7 +103,9 @@ class Type2Result:
         Eq. 36 at the returned hyperparameters, with the Gaussian normalising constant and
         the Gamma hyperprior terms (Laplace approximation in classification).
     log_evidence_path : ndarray
-        The objective after every iteration.
+        The objective after every iteration (the sequential solver: after every step and
+        noise update, running values between refactorisations, as ``log_evidence_path_``
+        of :class:`~bayes_rvm.RVR` describes).
     n_iter : int
     converged : bool
     readd_gain : ndarray, shape (n_basis - M,)
