@@ -32,15 +32,14 @@ among the inactive columns (at least ``tol``), so that the early rounds do not p
 no inactive column that gains more than ``tol``: no single add, re-estimate or delete of
 any column and no noise update gains more than ``tol``, the sequential solver's
 certificate. Each round starts from the model the last one reached. The converged
-model's ``alpha`` then take joint
-Newton steps together (:meth:`WorkingSetFit.polish`), and the certificate is taken again
-at them, whole: the adds of the inactive columns, and the re-estimates and deletes of
-the active ones and the noise update (:meth:`WorkingSetFit.settled_gain`), which the
-Newton steps may have moved; a gain over ``tol`` there takes the fit to another round
-at ``tol``. A round that gains at most ``tol`` although its
-``W`` held every column that gains (the ascent's own ``S, Q`` of them are below its
-resolution, or differ from the certificate's by rounding near ``tol``) is followed by a
-round at ``tol``, and one more such round ends the fit.
+model's ``alpha`` then take joint Newton steps together (:meth:`WorkingSetFit.polish`),
+and the certificate is taken again at them, whole: the adds of the inactive columns,
+and the re-estimates and deletes of the active ones and the noise update
+(:meth:`WorkingSetFit.settled_gain`), which the Newton steps may have moved; a gain over
+``tol`` there takes the fit to another round at ``tol``. A round that gains at most
+``tol`` although its ``W`` held every column that gains (the ascent's own ``S, Q`` of
+them are below its resolution, or differ from the certificate's by rounding near
+``tol``) is followed by a round at ``tol``, and one more such round ends the fit.
 """
 
 from __future__ import annotations
