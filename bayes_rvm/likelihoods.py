@@ -4,14 +4,14 @@ Every place that accepts ``likelihood=`` (:func:`~bayes_rvm.fit_type2`, the inpu
 fit, the evidence DataTree, the PyMC model) looks the name up here, so that the list of
 names and what each one supports live in one table:
 
-============  ============  =====================  ===========  ===========  =========
-name          link          type-II solvers        input scales PyMC term    DataTree
-============  ============  =====================  ===========  ===========  =========
-gaussian      identity      sequential, mackay, em yes          yes          yes
-bernoulli     logistic      sequential, mackay, em yes          yes          yes
-categorical   softmax       mackay, em             no           no           no
-student_t     identity      none (full Bayes only) no           yes          no
-============  ============  =====================  ===========  ===========  =========
+===========  ========  ======================  ============  =========  ========
+name         link      type-II solvers         input scales  PyMC term  DataTree
+===========  ========  ======================  ============  =========  ========
+gaussian     identity  sequential, mackay, em  yes           yes        yes
+bernoulli    logistic  sequential, mackay, em  yes           yes        yes
+categorical  softmax   mackay, em              no            no         no
+student_t    identity  none (full Bayes only)  no            yes        no
+===========  ========  ======================  ============  =========  ========
 
 The PyMC term is resolved when asked for (:meth:`Likelihood.pymc_term`), so that
 ``import bayes_rvm`` does not import PyMC.

@@ -1,79 +1,56 @@
-"""The documentation tooling of scripts/docs: the check of a built site, and the griffe
-extension that turns Sphinx roles into cross-references."""
+"""The documentation tooling of scripts/docs: the intersphinx inventories written offline."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
 
 import pytest
 
 
-def _page(path: Path, body: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"<html><head></head><body>{body}</body></html>", encoding="utf-8")
-
-
 @pytest.fixture
-def site(tmp_path):
-    _page(tmp_path / "index.html", '<h1 id="top">Home</h1><a href="guide/#fit">guide</a>')
-    _page(tmp_path / "guide" / "index.html", '<h2 id="fit">Fit</h2><a href="../#top">home</a>')
-    (tmp_path / "style.css").write_text("body { color: black; }", encoding="utf-8")
-    return tmp_path
+def inventories(load_script):
+    return load_script("scripts/docs/inventories.py")
 
 
-def test_a_sound_site_passes(site, load_script):
-    assert load_script("scripts/docs/check_site.py").check(site) == []
-
-
-@pytest.mark.parametrize(
-    ("body", "expected"),
-    [
-        ('<a href="../missing/">x</a>', "broken link ../missing/"),
-        ('<a href="../guide/#nope">x</a>', "no anchor #nope in guide/index.html"),
-        (
-            '<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-svg.js"></script>',
-            "loads https://cdn.jsdelivr.net",
-        ),
-        (
-            '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">',
-            "names the CDN host fonts.googleapis.com",
-        ),
-    ],
-)
-def test_each_problem_is_reported(site, body, expected, load_script):
-    _page(site / "extra" / "index.html", body)
-    problems = load_script("scripts/docs/check_site.py").check(site)
-    assert any(expected in problem for problem in problems), problems
-
-
-def test_links_to_other_hosts_in_the_text_are_allowed(site, load_script):
-    _page(site / "extra" / "index.html", '<a href="https://arxiv.org/abs/1903.08008">paper</a>')
-    assert load_script("scripts/docs/check_site.py").check(site) == []
-
-
-def test_sphinx_roles_become_cross_references(tmp_path, load_script):
-    griffe = pytest.importorskip("griffe")
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text(
-        '"""See :func:`fit`, :class:`~pkg.core.Model`, :data:`core.LIMIT`, '
-        ':func:`numpy.dot` and :meth:`Model.run`."""\n'
-        "from pkg.core import Model, fit\n",
-        encoding="utf-8",
+def test_an_inventory_reads_back_through_sphinx(inventories):
+    sphinx_inventory = pytest.importorskip("sphinx.util.inventory")
+    entries = []
+    for name in ("pymc.sample", "pymc.Model", "sklearn.pipeline.Pipeline", "ValueError"):
+        obj, site = inventories.resolve(name)
+        entries.append((name, inventories.role(obj, name), site.uri(name, obj)))
+    data = inventories.inventory("test", entries)
+    loaded = sphinx_inventory.InventoryFile.load(
+        io.BytesIO(data), "https://example.org/", lambda base, uri: base + uri
     )
-    (package / "core.py").write_text(
-        "class _Base:\n    pass\n\n\nclass Model(_Base):\n    def run(self):\n        pass\n\n\n"
-        "def fit():\n    pass\n\n\nLIMIT = 3\n",
-        encoding="utf-8",
+    assert (
+        loaded["py:function"]["pymc.sample"].uri
+        == "https://example.org/api/generated/pymc.sample.html#pymc.sample"
     )
-    extension = load_script("scripts/docs/griffe_bayes_rvm.py").SphinxRoles()
-    pkg = griffe.load("pkg", search_paths=[tmp_path], extensions=griffe.load_extensions(extension))
-    text = pkg.docstring.value
-    assert "[`fit`][pkg.core.fit]" in text
-    assert "[`Model`][pkg.core.Model]" in text
-    assert "[`Model.run`][pkg.core.Model.run]" in text
-    # a constant may not be on a page: an optional reference, code when unresolved
-    optional = '<autoref identifier="pkg.core.LIMIT" optional><code>core.LIMIT</code></autoref>'
-    assert optional in text
-    assert "`numpy.dot`" in text and ":func:" not in text
-    assert [str(base) for base in pkg["core.Model"].bases] == []
+    model = loaded["py:class"]["pymc.Model"]
+    assert model.uri.endswith("api/generated/pymc.Model.html#pymc.Model")
+    assert loaded["py:class"]["sklearn.pipeline.Pipeline"].uri == (
+        "https://example.org/modules/generated/sklearn.pipeline.Pipeline.html"
+        "#sklearn.pipeline.Pipeline"
+    )
+    assert loaded["py:exception"]["ValueError"].uri.endswith("library/exceptions.html#ValueError")
+
+
+def test_arviz_names_point_to_the_package_that_defines_them(inventories):
+    obj, site = inventories.resolve("arviz.loo")
+    assert site.key == "arviz_stats"
+    assert site.uri("arviz.loo", obj) == "api/generated/arviz_stats.loo.html#arviz_stats.loo"
+
+
+def test_a_name_that_does_not_exist_stops_the_script(inventories):
+    with pytest.raises(AttributeError):
+        inventories.resolve("pymc.no_such_function")
+
+
+def test_roles_of_docstrings_and_pages_are_found(inventories):
+    text = (
+        "See :func:`~pymc.sample`, {class}`xarray.DataTree`, :class:`the model <pymc.Model>`"
+        " and :func:`bayes_rvm.fit_type2`."
+    )
+    found = {match[2] for match in inventories.ROLE.finditer(text)}
+    assert found == {"pymc.sample", "xarray.DataTree", "pymc.Model", "bayes_rvm.fit_type2"}
+

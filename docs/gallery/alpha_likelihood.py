@@ -1,4 +1,6 @@
-"""The evidence as a function of one alpha
+"""
+The evidence as a function of one alpha
+=======================================
 
 Everything in the log evidence that depends on one precision alpha_i is
 l(alpha_i) = [log alpha_i - log(alpha_i + s_i) + q_i^2 / (alpha_i + s_i)] / 2

@@ -1,4 +1,6 @@
-"""Classification boundary and probabilities
+"""
+Classification boundary and probabilities
+=========================================
 
 A relevance vector classifier on two interleaved half-moons: the probability of class 1
 (shading), the decision boundary at probability 1/2 and the relevance vectors, which sit

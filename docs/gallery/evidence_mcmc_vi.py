@@ -1,4 +1,6 @@
-"""Evidence, MCMC and VI on the same data
+"""
+Evidence, MCMC and VI on the same data
+======================================
 
 One model, three fits: the type-II (evidence) fit, NUTS and ADVI of the same hierarchical
 model over the relevance vectors' basis functions, with proper Gamma priors (the paper's

@@ -1,4 +1,6 @@
-"""Forest of log alpha
+"""
+Forest of log alpha
+===================
 
 Automatic relevance determination on eight inputs, of which three matter
 (t = 2 x1 - x2 + 0.5 x3 + noise): the full posterior of log10 alpha_i for each input's

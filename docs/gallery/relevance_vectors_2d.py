@@ -1,4 +1,6 @@
-"""Relevance vectors of a surface
+"""
+Relevance vectors of a surface
+==============================
 
 Regression of a two-dimensional surface, sin(r)/r of the distance r from the origin, from
 300 noisy samples: the fitted surface and where its relevance vectors lie. A handful of

@@ -1,4 +1,6 @@
-"""Regression with error bars
+"""
+Regression with error bars
+==========================
 
 A relevance vector regression of noisy sinc data: the predictive mean, its 95 % band
 (noise plus weight uncertainty, Tipping 2001 eq. 21-22) and the few training inputs whose

@@ -1,4 +1,6 @@
-"""The evidence path of each solver
+"""
+The evidence path of each solver
+================================
 
 The log evidence (Tipping 2001, eq. 36) after every iteration of the three type-II
 solvers on the same data: the sequential algorithm (one basis function added,
