@@ -101,7 +101,7 @@ sphinx_gallery_conf = {
     "doc_module": ("bayes_rvm",),
     "backreferences_dir": None,
     "show_memory": False,
-    "write_computation_times": True,
+    "write_computation_times": False,  # its pages load DataTables from a CDN
 }
 
 # ---- API pages
@@ -150,7 +150,7 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version", "theme-version"],
 }
-html_sidebars = {"index": [], "changelog": []}
+html_sidebars = {"index": [], "getting_started": []}  # pages without a section
 html_show_sourcelink = False
 
 logger = logging.getLogger(__name__)
