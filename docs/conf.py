@@ -68,7 +68,6 @@ exclude_patterns = [
     "auto_gallery/*.md5",
     "results/*/table.md",  # included by results.md
 ]
-templates_path = ["_templates"]
 
 # ---- MyST and MyST-NB
 myst_enable_extensions = ["amsmath", "colon_fence", "deflist", "dollarmath", "substitution"]
