@@ -687,7 +687,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"small grids, {QUICK_REPEATS} repetitions, USPS subsampled (a few minutes)",
+        help=(
+            f"small grids, {QUICK_REPEATS} repetition{'' if QUICK_REPEATS == 1 else 's'}"
+            " per row, USPS subsampled (a few minutes)"
+        ),
     )
     parser.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
     parser.add_argument(
@@ -789,6 +792,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bayes_rvm reproduce", description=HELP)
-    configure(parser)
-    return run(parser.parse_args(argv))
+    """``bayes-rvm reproduce`` with the arguments ``argv`` (default: the command line's)."""
+    from bayes_rvm.__main__ import main as command_line
+
+    return command_line(["reproduce", *(sys.argv[1:] if argv is None else argv)])
