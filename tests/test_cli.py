@@ -13,9 +13,12 @@ from bayes_rvm.__main__ import main
 
 
 def test_demo_runs_and_saves_the_figure(tmp_path, capsys):
-    assert main(["demo", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    """Each comparison: ours over the draws beside the paper's value, and why they differ."""
+    assert main(["demo", "--repeats", "3", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "Fig. 1" in out and "9 RVs, max error 0.0070" in out
+    assert "9 RVs, max |error| 0.0070" in out and "noise sd fixed at 0.01" in out
+    assert out.count("ours, 3 draws: median (range)") == 3
+    assert out.count("why they differ: ") == 4
     assert (tmp_path / "demo_sinc.png").stat().st_size > 10_000
 
 
