@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bayes_rvm.reproduce import machine, write_results as _write
+from bayes_rvm.reproduce import machine
+from bayes_rvm.reproduce import write_results as _write
 
 __all__ = ["RESULTS", "machine", "write_results"]
 
