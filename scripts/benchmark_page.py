@@ -45,7 +45,8 @@ Every table is generated from a committed result file, `docs/results/<name>/resu
 by `python scripts/benchmark_page.py`. To measure again, run the table's command from the
 repository root: the reproduction writes its result file itself, and each script in
 `benchmarks/` writes its own with `write_results` from `benchmarks/_results.py`. How good
-the predictive error bars are is measured in the predictive guide.
+the predictive error bars are is measured in the
+[predictive guide](guide/predictive.md).
 """
 
 
