@@ -746,11 +746,11 @@ def write_results(
 
 
 def _json_value(value):
-    """NaN becomes None (JSON has no NaN); numpy scalars become Python numbers."""
+    """Floats to 6 significant digits, NaN to None (JSON has none), numpy to Python."""
     if isinstance(value, np.generic):
         value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
+    if isinstance(value, float):
+        return None if math.isnan(value) else float(f"{value:.6g}")
     return value
 
 
