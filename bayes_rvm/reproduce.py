@@ -37,7 +37,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
+import os
+import platform
 import sys
 import time
 import warnings
@@ -69,10 +72,12 @@ __all__ = [
     "Protocol",
     "Row",
     "configure",
+    "machine",
     "main",
     "merge_runs",
     "run",
     "run_rows",
+    "write_results",
 ]
 
 HELP = "run the benchmark tables of Tipping (2001) Sec. 4.4 and compare with the paper"
@@ -596,8 +601,11 @@ def markdown(results: list[RowResult], header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(results: list[RowResult], out: Path, header: str) -> dict[str, Path]:
-    """``table.md``, ``table.csv`` (one line per row) and ``runs.csv`` (one per fit pair)."""
+def write_outputs(
+    results: list[RowResult], out: Path, header: str, command: str = ""
+) -> dict[str, Path]:
+    """``table.md``, ``table.csv`` (one line per row), ``runs.csv`` (one per fit pair) and
+    ``results.json`` (the table in the result-file schema of :func:`write_results`)."""
     out.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out / "table.md", "csv": out / "table.csv", "runs": out / "runs.csv"}
     paths["markdown"].write_text(markdown(results, header))
@@ -611,7 +619,139 @@ def write_outputs(results: list[RowResult], out: Path, header: str) -> dict[str,
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(runs)
+    paths["results"] = write_results(out, name=out.name, command=command, **results_table(results))
     return paths
+
+
+#: Columns of the reproduction's table on the results page.
+PAGE_COLUMNS = [
+    "data set", "N", "repeats", "unit", "SVM error", "RVM error", "SVM vectors",
+    "RVM vectors", "paper error (SVM / RVM)", "paper vectors (SVM / RVM)",
+]  # fmt: skip
+
+
+def results_table(results: list[RowResult]) -> dict:
+    """Title, rows, columns and notes of the reproduction for :func:`write_results`."""
+    rows = []
+    for t in table_rows(results):
+        rows.append(
+            t
+            | {
+                "SVM error": _with_sem(t["SVM error"], t["SVM error sem"]),
+                "RVM error": _with_sem(t["RVM error"], t["RVM error sem"]),
+                "SVM vectors": _fmt(t["SVM vectors"]),
+                "RVM vectors": _fmt(t["RVM vectors"]),
+                "paper error (SVM / RVM)": (
+                    f"{_fmt(t['paper SVM error'])} / {_fmt(t['paper RVM error'])}"
+                ),
+                "paper vectors (SVM / RVM)": (
+                    f"{_fmt(t['paper SVM vectors'])} / {_fmt(t['paper RVM vectors'])}"
+                ),
+            }
+        )
+    notes = [
+        "Errors are means over the repetitions with their standard error; units as in the "
+        "paper (`RMS x 10`: root-mean-square deviation from the noise-free sinc times 10; "
+        "MSE: mean squared error; `% wrong`: test error in percent)."
+    ]
+    for task in ("regression", "classification"):
+        m = normalised_means(results, task)
+        if m is not None:
+            notes.append(
+                f"Normalised means ({task}, RVM / SVM averaged over "
+                f"{', '.join(m['rows'])}): errors {m['error']:.2f}, vectors "
+                f"{m['vectors']:.2f}; the paper over the same rows {m['paper_error']:.2f}, "
+                f"{m['paper_vectors']:.2f} (its full table {m['paper_table'][0]:.2f}, "
+                f"{m['paper_table'][1]:.2f})."
+            )
+    tasks = sorted({r.row.task for r in results})
+    return {
+        "title": f"Reproduction of Tipping (2001), Sec. 4.4: {' and '.join(tasks)}",
+        "rows": rows,
+        "columns": PAGE_COLUMNS,
+        "notes": " ".join(notes),
+    }
+
+
+# ---------------------------------------------------------------- result files
+
+#: Version of the result-file schema written by :func:`write_results`.
+RESULTS_SCHEMA = 1
+
+
+def machine() -> str:
+    """One line on where a measurement ran: system, CPUs, load, Python, numpy, BLAS.
+
+    The BLAS libraries and their thread counts come from ``threadpoolctl`` (after
+    importing numpy, so its BLAS is loaded).
+    """
+    from threadpoolctl import threadpool_info
+
+    blas = [
+        f"{info.get('internal_api', info.get('prefix', '?'))} {info.get('version') or ''}"
+        f" ({info.get('num_threads')} thread{'' if info.get('num_threads') == 1 else 's'})"
+        for info in threadpool_info()
+        if info.get("user_api") == "blas"
+    ]
+    load = f"load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    parts = [
+        f"{platform.system()} {platform.machine()}",
+        f"{os.cpu_count()} CPUs",
+        load,
+        f"Python {platform.python_version()}",
+        f"numpy {np.__version__}",
+        ", ".join(blas) or "BLAS unknown",
+        f"bayes_rvm {bayes_rvm.__version__}",
+    ]
+    return ", ".join(p for p in parts if p)
+
+
+def write_results(
+    directory: Path | str,
+    *,
+    name: str,
+    title: str,
+    command: str,
+    rows: list[dict],
+    columns: list[str],
+    notes: str = "",
+    machine_line: str | None = None,
+) -> Path:
+    """Write ``results.json`` in ``directory``: one benchmark's table for the results page.
+
+    The schema (version :data:`RESULTS_SCHEMA`): ``{"schema", "name", "title", "command",
+    "machine", "columns", "rows", "notes"}``. ``rows`` are dicts holding at least the
+    ``columns`` (numbers or text; ``None`` for a missing value); ``command`` is the exact
+    command line that produced them, ``machine`` the line of :func:`machine` (or
+    ``machine_line``), ``notes`` Markdown shown under the table (what the columns mean).
+    ``scripts/benchmark_page.py`` renders every such file into the benchmark page.
+    """
+    missing = [(i, c) for i, row in enumerate(rows) for c in columns if c not in row]
+    if missing:
+        raise ValueError(f"every row needs every column; missing (row, column): {missing[:5]}")
+    document = {
+        "schema": RESULTS_SCHEMA,
+        "name": name,
+        "title": title,
+        "command": command,
+        "machine": machine() if machine_line is None else machine_line,
+        "columns": list(columns),
+        "rows": [{c: _json_value(row[c]) for c in row} for row in rows],
+        "notes": notes,
+    }
+    path = Path(directory) / "results.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def _json_value(value):
+    """Floats to 6 significant digits, NaN to None (JSON has none), numpy to Python."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return None if math.isnan(value) else float(f"{value:.6g}")
+    return value
 
 
 def _parse(value: str):
@@ -687,7 +827,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help=f"small grids, {QUICK_REPEATS} repetitions, USPS subsampled (a few minutes)",
+        help=(
+            f"small grids, {QUICK_REPEATS} repetition{'' if QUICK_REPEATS == 1 else 's'}"
+            " per row, USPS subsampled (a few minutes)"
+        ),
     )
     parser.add_argument("--seed", type=int, default=0, help="base random seed (default 0)")
     parser.add_argument(
@@ -725,7 +868,7 @@ def _command(args: argparse.Namespace) -> str:
         words += ["--usps-train", str(args.usps_train)]
     if args.first_repeat:
         words += ["--first-repeat", str(args.first_repeat)]
-    words += ["--seed", str(args.seed)]
+    words += ["--seed", str(args.seed), "--out", str(args.out)]
     return " ".join(words)
 
 
@@ -745,7 +888,15 @@ def run(args: argparse.Namespace) -> int:
             "s, the sum over the runs' SVM and RVM searches) from:\n\n"
             + "".join(f"- {line}\n" for line in sources)
         )
-        write_outputs(results, args.out, header)
+        command = " ".join(
+            [
+                "python -m bayes_rvm reproduce --merge",
+                *map(str, args.merge),
+                "--out",
+                str(args.out),
+            ]
+        )
+        write_outputs(results, args.out, header, command)
         print(markdown(results, header))
         return 0
     if args.first_repeat < 0:
@@ -773,7 +924,7 @@ def run(args: argparse.Namespace) -> int:
         )
 
     def save(done: list[RowResult]) -> None:
-        write_outputs(done, args.out, header(done))
+        write_outputs(done, args.out, header(done), _command(args))
 
     results = run_rows(
         keys,
@@ -784,11 +935,12 @@ def run(args: argparse.Namespace) -> int:
         on_row_done=save,
     )
     print(markdown(results, header(results)))
-    print(f"wrote table.md, table.csv and runs.csv in {args.out}", file=sys.stderr)
+    print(f"wrote table.md, table.csv, runs.csv and results.json in {args.out}", file=sys.stderr)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bayes_rvm reproduce", description=HELP)
-    configure(parser)
-    return run(parser.parse_args(argv))
+    """``bayes-rvm reproduce`` with the arguments ``argv`` (default: the command line's)."""
+    from bayes_rvm.__main__ import main as command_line
+
+    return command_line(["reproduce", *(sys.argv[1:] if argv is None else argv)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import math
 from dataclasses import replace
 
@@ -163,6 +164,15 @@ def test_outputs(tmp_path):
     assert float(table[0]["paper RVM error"]) == 0.0164
     with paths["runs"].open() as handle:
         assert len(list(csv.DictReader(handle))) == 2
+    document = json.loads(paths["results"].read_text())
+    assert set(document) == {
+        "schema", "name", "title", "command", "machine", "columns", "rows", "notes"
+    }  # fmt: skip
+    assert document["name"] == "out" and "numpy" in document["machine"]
+    (row,) = document["rows"]
+    assert all(column in row for column in document["columns"])
+    assert row["RVM error"] == "0.015 ± 0.005" and row["RVM error sem"] == 0.005
+    assert row["paper error (SVM / RVM)"] == "0.0202 / 0.0164"
 
 
 def test_run_rows_is_deterministic_and_sane():
@@ -197,11 +207,11 @@ def test_command_line(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "| Sinc (Gaussian noise) | 100 | 1 | 1 | RMS x 10 |" in captured.out
     assert "[sinc-gaussian 1/1]" in captured.err
+    command = f"python -m bayes_rvm reproduce --rows sinc-gaussian --quick --seed 0 --out {out}"
     header = (out / "table.md").read_text().splitlines()[0]
-    assert header.startswith(
-        "`python -m bayes_rvm reproduce --rows sinc-gaussian --quick --seed 0` (complete)"
-    )
+    assert header.startswith(f"`{command}` (complete)")
     assert (out / "table.csv").exists()
+    assert json.loads((out / "results.json").read_text())["command"] == command
 
 
 def test_command_line_bad_arguments(tmp_path):
