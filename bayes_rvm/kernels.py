@@ -107,15 +107,29 @@ class RBF(Kernel):
         self.gamma = _check_scales(gamma)
 
     def _scaled(self, X, Y):
+        """``(X - c) sqrt(eta)`` and ``(Y - c) sqrt(eta)`` for the shift ``c = Y[0]``.
+
+        The expansion ``2 x.y - |x|^2 - |y|^2`` cancels in proportion to ``|x|^2``, so
+        far from the origin (timestamps, projected coordinates) it loses the distance;
+        relative to a row of ``Y`` it loses only what the distances themselves carry.
+        The subtraction is exact for inputs within a factor of two of each other, so an
+        offset that the inputs hold exactly leaves the shifted values (and the Gram
+        matrix) unchanged to the last digit.
+        """
         X, Y = _as_inputs(X, Y)
         root = _per_feature(np.sqrt(self.gamma), X.shape[1])
-        return X * root, Y * root
+        shift = Y[0] if Y.shape[0] else np.zeros(Y.shape[1])
+        Xs = np.subtract(X, shift)
+        Xs *= root
+        Ys = np.subtract(Y, shift)
+        Ys *= root
+        return Xs, Ys
 
     def __call__(self, X, Y=None) -> np.ndarray:
         Xs, Ys = self._scaled(X, Y)
         # in place: one n_X x n_Y array, however large the block, holding minus the
-        # squared distance 2 x.y - |x|^2 - |y|^2 (doubling is exact), capped at 0 where
-        # rounding makes it positive: four passes over the block
+        # squared distance 2 x.y - |x|^2 - |y|^2 of the shifted inputs (doubling is
+        # exact), capped at 0 where rounding makes it positive: four passes over the block
         out = (2.0 * Xs) @ Ys.T
         out -= np.einsum("ij,ij->i", Xs, Xs)[:, None]
         out -= np.einsum("ij,ij->i", Ys, Ys)[None, :]
