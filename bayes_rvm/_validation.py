@@ -28,6 +28,7 @@ __all__ = [
     "check_real",
     "check_sample_weight",
     "check_target",
+    "check_untimed",
     "lookup",
     "none_or",
     "one_of",
@@ -49,6 +50,23 @@ def _as_float_array(value, name: str) -> np.ndarray:
     if array.dtype.kind not in "biuf":
         raise TypeError(f"{name} must hold real numbers; got dtype {array.dtype}")
     return array.astype(np.float64, copy=False)
+
+
+def check_untimed(value, name: str) -> None:
+    """Raise ``TypeError`` if ``value`` (an array, a pandas or dask object) holds dates or
+    durations (``datetime64`` / ``timedelta64``): their integer ticks are no unit a kernel
+    width or a noise level could be read in, so the choice of unit is the user's."""
+    dtypes = getattr(value, "dtypes", None)  # a pandas DataFrame: one dtype per column
+    if dtypes is None or not hasattr(dtypes, "__iter__"):
+        dtypes = [getattr(value, "dtype", None)]
+    timed = [str(dtype) for dtype in dtypes if getattr(dtype, "kind", None) in ("M", "m")]
+    if timed:
+        raise TypeError(
+            f"{name} holds dates or durations (dtype {', '.join(sorted(set(timed)))}); "
+            "expected real numbers. Convert them in the unit you mean, e.g. "
+            "(x - x0) / np.timedelta64(1, 'D') for days since a date x0, "
+            "d / np.timedelta64(1, 'h') for durations in hours"
+        )
 
 
 def real_values(values, what: str) -> np.ndarray:

@@ -31,6 +31,7 @@ from bayes_rvm._validation import (
     check_real,
     check_sample_weight,
     check_target,
+    check_untimed,
     lookup,
     none_or,
     one_of,
@@ -212,7 +213,10 @@ class _BaseRVM(BaseEstimator):
     def _validate_training(self, X, y, **kwargs) -> tuple:
         """Training inputs and labels as the fit uses them: ``validate_data`` for
         in-memory inputs; a dask array stays on its workers, chunked by rows
-        (:func:`bayes_rvm.dask.check_dask_inputs`), and ``y`` is gathered."""
+        (:func:`bayes_rvm.dask.check_dask_inputs`), and ``y`` is gathered. Dates and
+        durations are refused (:func:`~bayes_rvm._validation.check_untimed`)."""
+        check_untimed(X, "X")
+        check_untimed(y, "y")
         if not _is_dask_array(X):
             return validate_data(self, X, y, dtype=np.float64, **kwargs)
         from bayes_rvm.dask import check_dask_inputs
@@ -226,6 +230,11 @@ class _BaseRVM(BaseEstimator):
             )
         self.n_features_in_ = int(X.shape[1])
         return X, y
+
+    def _validate_new(self, X) -> np.ndarray:
+        """Inputs to predict at (or to evaluate the design at), checked against the fit."""
+        check_untimed(X, "X")
+        return validate_data(self, X, reset=False, dtype=np.float64)
 
     def _check_n_samples(self, X: np.ndarray) -> None:
         if X.shape[0] < 2:
@@ -383,7 +392,7 @@ class _BaseRVM(BaseEstimator):
                 "a one-vs-rest RVC has one basis per classifier: use "
                 "estimators_[k].design_matrix(X)"
             )
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         return self.basis_.design(X)
 
     def __sklearn_tags__(self):
@@ -649,7 +658,7 @@ or callable, default="rbf"
         if predictive is None:
             predictive = self.predictive
         lookup(PREDICTIVE, predictive, "predictive")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         if predictive == "augmented":
             mean, var = self._augmented(X)
         else:
@@ -1039,7 +1048,7 @@ or callable, default="rbf"
         (n_samples, K) (one latent output per class).
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         if hasattr(self, "estimators_"):
             return np.column_stack([e.decision_function(X) for e in self.estimators_])
         return self._by_row_blocks(X, lambda Phi: Phi @ self.result_.mu)
@@ -1068,13 +1077,13 @@ or callable, default="rbf"
         At the posterior mode, or moderated (``moderated=True``); see the class notes.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         return np.exp(self._log_proba(X, self.moderated))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed without underflow for the sigmoid."""
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         return self._log_proba(X, self.moderated)
 
     def predict(self, X):

@@ -226,3 +226,37 @@ def test_kmeans_centres_are_invariant_to_an_offset_of_the_inputs(on_a_grid):
         model = RVR(gamma=0.5, centres=30, random_state=0).fit(X + offset, y)
         np.testing.assert_array_equal(model.basis_.centres - offset, reference.basis_.centres)
         _assert_unchanged(model.predict(X + offset), reference.predict(X))
+
+
+def _dates(n):
+    return np.datetime64("2024-01-01") + np.arange(n).astype("timedelta64[D]")
+
+
+@pytest.mark.parametrize("estimator", [RVR(), RVC()], ids=["RVR", "RVC"])
+@pytest.mark.parametrize(
+    "where",
+    ["X dates", "X durations", "X frame", "y dates", "y durations", "y series", "predict"],
+)
+def test_dates_and_durations_are_refused(data, estimator, where):
+    """Their integer ticks are no unit a kernel width could be read in: the user says."""
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    labels = (y > 0).astype(int) if isinstance(estimator, RVC) else y
+    dates = _dates(X.shape[0])
+    durations = dates - dates[0]
+    fit_args = {
+        "X dates": (np.column_stack([dates, dates]), labels),
+        "X durations": (durations[:, None], labels),
+        "X frame": (pd.DataFrame({"when": dates, "x": X[:, 0]}), labels),
+        "y dates": (X, dates),
+        "y durations": (X, durations),
+        "y series": (X, pd.Series(durations)),
+    }
+    kind = "datetime64" if "dates" in where or "frame" in where else "timedelta64"
+    if where == "predict":
+        model = estimator.fit(X, labels)
+        with pytest.raises(TypeError, match=r"X holds dates or durations \(dtype datetime64"):
+            model.predict(np.column_stack([dates, dates]))
+        return
+    with pytest.raises(TypeError, match=rf"{where[0]} holds dates or durations \(dtype {kind}"):
+        estimator.fit(*fit_args[where])
