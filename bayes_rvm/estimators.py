@@ -100,6 +100,15 @@ def _check_extra_columns(value, name: str) -> ExtraColumns:
     return ExtraColumns(value)
 
 
+def _check_random_state(value, name: str):
+    try:
+        return check_random_state(value)
+    except ValueError as err:
+        raise ValueError(
+            f"{name} must be None, an int in [0, 2**32 - 1] or a numpy RandomState; got {value!r}"
+        ) from err
+
+
 def _is_dask_array(X) -> bool:
     """Whether ``X`` is a dask array (without importing dask)."""
     return type(X).__module__.partition(".")[0] == "dask"
@@ -165,7 +174,7 @@ class _BaseRVM(BaseEstimator):
         "optimize_scales": check_bool,
         "extra_columns": none_or(_check_extra_columns),
         "centres": _check_centres,
-        "random_state": lambda value, name: check_random_state(value),
+        "random_state": _check_random_state,
         "verbose": _check_verbose,
     }
 

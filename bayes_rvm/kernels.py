@@ -7,13 +7,14 @@ need Mercer kernels: the Gram columns are just basis functions (Tipping 2001, Se
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import numpy as np
 
-from bayes_rvm._validation import check_real, lookup, real_values
+from bayes_rvm._validation import call_user, check_real, lookup, real_values
 
 __all__ = [
     "RBF",
@@ -66,14 +67,20 @@ class Kernel(ABC):
 
 
 def _check_scales(gamma, name: str = "gamma") -> float | np.ndarray:
-    if gamma is None or isinstance(gamma, bool):
+    if gamma is None or isinstance(gamma, bool | np.bool_):
         raise TypeError(f"{name} must be a positive number or array, got {gamma!r}")
     if isinstance(gamma, numbers.Real):
         value = float(gamma)
         if not np.isfinite(value) or value <= 0:
             raise ValueError(f"{name} must be finite and > 0, got {value}")
         return value
-    scales = np.asarray(gamma, dtype=np.float64)
+    scales = np.asarray(gamma)
+    if scales.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name} must be a positive real number or an array of them, got {gamma!r} "
+            f"(dtype {scales.dtype})"
+        )
+    scales = scales.astype(np.float64)
     if scales.ndim != 1 or scales.size == 0:
         raise ValueError(
             f"expected {name} to be a number or a 1-D array, got shape {scales.shape}"
@@ -299,7 +306,8 @@ class CallableKernel(Kernel):
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)
-        K = real_values(self.function(X, Y), f"kernel function {self.function!r}")
+        what = f"kernel function {self.function!r}"
+        K = real_values(call_user(self.function, what, X, Y), what)
         if K.shape != (X.shape[0], Y.shape[0]):
             raise ValueError(
                 f"kernel function {self.function!r} returned shape {K.shape}, "
@@ -335,6 +343,16 @@ def check_kernel(kernel, name: str = "kernel"):
         )
     if not callable(kernel):
         raise TypeError(f"{name} must be a name, a Kernel or a callable k(X, Y); got {kernel!r}")
+    if not isinstance(kernel, Kernel):
+        try:
+            inspect.signature(kernel).bind(None, None)
+        except TypeError:
+            raise TypeError(
+                f"{name} must be a callable k(X, Y) of two arrays returning their Gram "
+                f"matrix; got {kernel!r}, which cannot be called with two arguments"
+            ) from None
+        except ValueError:  # no signature to read (some builtins): called as it is
+            pass
     return kernel
 
 

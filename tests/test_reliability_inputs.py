@@ -94,6 +94,29 @@ def test_coef0_must_be_finite(data, coef0):
             "extra column 'f' returned complex values",
         ),
         ({"kernel": lambda A, B: A @ B.T + 1j}, TypeError, "returned complex values"),
+        (
+            {"extra_columns": [("s", lambda X: np.array(["a"] * len(X)))]},
+            TypeError,
+            r"extra column 's' returned values of dtype <U1; basis functions must return real",
+        ),
+        (
+            {"kernel": lambda A, B: np.full((len(A), len(B)), "a")},
+            TypeError,
+            r"kernel function .* returned values of dtype <U1",
+        ),
+        (
+            {"kernel": lambda A: A @ A.T},
+            TypeError,
+            r"kernel must be a callable k\(X, Y\) .* cannot be called with two arguments",
+        ),
+        ({"gamma": 1 + 2j}, TypeError, r"gamma must be a positive real number .* complex128"),
+        ({"gamma": np.complex128(1)}, TypeError, r"gamma must be a positive real .* complex"),
+        ({"max_iter": 2**70}, ValueError, r"max_iter must be at most 2\*\*63 - 1 .* got 1180"),
+        (
+            {"centres": 5, "random_state": -1},
+            ValueError,
+            r"random_state must be None, an int in \[0, 2\*\*32 - 1\] .* got -1",
+        ),
     ],
 )
 def test_invalid_options_are_named(data, options, error, match):
@@ -260,3 +283,30 @@ def test_dates_and_durations_are_refused(data, estimator, where):
         return
     with pytest.raises(TypeError, match=rf"{where[0]} holds dates or durations \(dtype {kind}"):
         estimator.fit(*fit_args[where])
+
+
+@pytest.mark.parametrize("failure", [ZeroDivisionError, KeyError])
+def test_an_exception_in_the_users_kernel_names_the_kernel(data, failure):
+    X, y = data
+
+    def kernel(A, B):
+        raise failure("inside")
+
+    model = RVR(gamma=1.0).fit(X, y)
+    with pytest.raises(ValueError, match=rf"kernel function .*kernel.* raised {failure.__name__}"):
+        model.set_params(kernel=kernel).fit(X, y)
+    with pytest.raises(ValueError, match="inside") as info:
+        RVR(kernel=kernel).fit(X, y)
+    assert isinstance(info.value.__cause__, failure)  # the user's error, chained
+    assert model.kernel_.gamma == 1.0  # the failed fit kept the previous one
+
+
+def test_dask_inputs_of_unknown_size_say_what_to_do(data):
+    da = pytest.importorskip("dask.array")
+    X, y = data
+    chunked = da.from_array(X, chunks=10)
+    unknown = chunked[chunked[:, 0] > -100]  # boolean indexing: chunk sizes unknown
+    with pytest.raises(ValueError, match=r"chunk sizes are unknown .*X\.compute_chunk_sizes\(\)"):
+        RVR(gamma=1.0).fit(unknown, y)
+    model = RVR(gamma=1.0).fit(unknown.compute_chunk_sizes(), y)
+    np.testing.assert_allclose(model.predict(X), RVR(gamma=1.0).fit(X, y).predict(X), atol=1e-9)
