@@ -638,8 +638,9 @@ or callable, default="rbf"
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
         self._fit_type2(X, y, "gaussian", sample_weight)
         self.noise_var_ = self.result_.noise_var
-        # the augmented predictive (RVM*) needs every training input and target, as a GP does
-        self.X_train_, self.y_train_ = X, y
+        # the augmented predictive (RVM*) needs every training input and target, as a GP
+        # does: held in memory (O(N d)), so a dask fit predicts after its cluster is gone
+        self.X_train_, self.y_train_ = np.asarray(X), y
         self.train_weights_ = sample_weight  # None without sample_weight
 
     def predict(self, X, return_std: bool = False, predictive: str | None = None):
