@@ -16,6 +16,7 @@ import scipy.sparse
 from sklearn.utils.multiclass import check_classification_targets
 
 __all__ = [
+    "call_user",
     "check_bool",
     "check_class_labels",
     "check_design",
@@ -28,6 +29,7 @@ __all__ = [
     "check_real",
     "check_sample_weight",
     "check_target",
+    "check_untimed",
     "lookup",
     "none_or",
     "one_of",
@@ -51,12 +53,45 @@ def _as_float_array(value, name: str) -> np.ndarray:
     return array.astype(np.float64, copy=False)
 
 
+def check_untimed(value, name: str) -> None:
+    """Raise ``TypeError`` if ``value`` (an array, a pandas or dask object) holds dates or
+    durations (``datetime64`` / ``timedelta64``): their integer ticks are no unit a kernel
+    width or a noise level could be read in, so the choice of unit is the user's."""
+    dtypes = getattr(value, "dtypes", None)  # a pandas DataFrame: one dtype per column
+    if dtypes is None or not hasattr(dtypes, "__iter__"):
+        dtypes = [getattr(value, "dtype", None)]
+    timed = [str(dtype) for dtype in dtypes if getattr(dtype, "kind", None) in ("M", "m")]
+    if timed:
+        raise TypeError(
+            f"{name} holds dates or durations (dtype {', '.join(sorted(set(timed)))}); "
+            "expected real numbers. Convert them in the unit you mean, e.g. "
+            "(x - x0) / np.timedelta64(1, 'D') for days since a date x0, "
+            "d / np.timedelta64(1, 'h') for durations in hours"
+        )
+
+
+def call_user(function: Callable, what: str, *args):
+    """``function(*args)`` for a function the user passed (a kernel, an extra column): an
+    exception inside it is re-raised as a ``ValueError`` naming ``what``, chained to the
+    original, so that the traceback says which of the user's functions failed."""
+    try:
+        return function(*args)
+    except Exception as err:
+        raise ValueError(f"{what} raised {type(err).__name__}: {err}") from err
+
+
 def real_values(values, what: str) -> np.ndarray:
-    """What a basis function returned, as float64; complex values are an error (a
-    ``TypeError`` naming ``what``), not silently cast to their real part."""
+    """What a basis function returned, as float64; complex values, strings or other
+    non-numbers are an error (a ``TypeError`` naming ``what``), not silently cast to
+    their real part or failing in a conversion that names no function."""
     values = np.asarray(values)
     if np.iscomplexobj(values):
         raise TypeError(f"{what} returned complex values; basis functions must be real")
+    if values.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{what} returned values of dtype {values.dtype}; basis functions must return "
+            "real numbers"
+        )
     return values.astype(np.float64, copy=False)
 
 
@@ -178,11 +213,14 @@ def check_noise_var(noise_var, name: str = "noise_var") -> float | None:
 
 
 def check_positive_int(value, name: str, minimum: int = 1) -> int:
-    """An integer >= ``minimum`` (1 by default; 0 for counts that may be zero)."""
+    """An integer >= ``minimum`` (1 by default; 0 for counts that may be zero) that a
+    64-bit integer holds (compiled loops count in int64)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} must be at most 2**63 - 1 (a 64-bit integer), got {value}")
     return int(value)
 
 

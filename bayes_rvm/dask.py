@@ -43,9 +43,16 @@ def check_dask_inputs(X) -> da.Array:
     TypeError
         Non-numeric inputs.
     ValueError
-        Not 2-dimensional, no rows or no columns, or NaN or infinite values.
+        Unknown chunk sizes, not 2-dimensional, no rows or no columns, or NaN or infinite
+        values.
     """
     X = da.asarray(X)
+    if any(np.isnan(size) for size in X.shape):
+        raise ValueError(
+            f"expected a dask array X of known shape, got shape {X.shape}: its chunk sizes "
+            "are unknown (as after boolean indexing or DataFrame.to_dask_array()); call "
+            "X.compute_chunk_sizes() (or to_dask_array(lengths=True)) before fit"
+        )
     if X.dtype.kind not in "biuf":
         raise TypeError(f"expected a numeric dask array for X, got dtype {X.dtype}")
     if X.ndim != 2:

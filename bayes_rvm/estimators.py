@@ -31,6 +31,7 @@ from bayes_rvm._validation import (
     check_real,
     check_sample_weight,
     check_target,
+    check_untimed,
     lookup,
     none_or,
     one_of,
@@ -99,6 +100,15 @@ def _check_extra_columns(value, name: str) -> ExtraColumns:
     return ExtraColumns(value)
 
 
+def _check_random_state(value, name: str):
+    try:
+        return check_random_state(value)
+    except ValueError as err:
+        raise ValueError(
+            f"{name} must be None, an int in [0, 2**32 - 1] or a numpy RandomState; got {value!r}"
+        ) from err
+
+
 def _is_dask_array(X) -> bool:
     """Whether ``X`` is a dask array (without importing dask)."""
     return type(X).__module__.partition(".")[0] == "dask"
@@ -164,7 +174,7 @@ class _BaseRVM(BaseEstimator):
         "optimize_scales": check_bool,
         "extra_columns": none_or(_check_extra_columns),
         "centres": _check_centres,
-        "random_state": lambda value, name: check_random_state(value),
+        "random_state": _check_random_state,
         "verbose": _check_verbose,
     }
 
@@ -212,7 +222,10 @@ class _BaseRVM(BaseEstimator):
     def _validate_training(self, X, y, **kwargs) -> tuple:
         """Training inputs and labels as the fit uses them: ``validate_data`` for
         in-memory inputs; a dask array stays on its workers, chunked by rows
-        (:func:`bayes_rvm.dask.check_dask_inputs`), and ``y`` is gathered."""
+        (:func:`bayes_rvm.dask.check_dask_inputs`), and ``y`` is gathered. Dates and
+        durations are refused (:func:`~bayes_rvm._validation.check_untimed`)."""
+        check_untimed(X, "X")
+        check_untimed(y, "y")
         if not _is_dask_array(X):
             return validate_data(self, X, y, dtype=np.float64, **kwargs)
         from bayes_rvm.dask import check_dask_inputs
@@ -226,6 +239,11 @@ class _BaseRVM(BaseEstimator):
             )
         self.n_features_in_ = int(X.shape[1])
         return X, y
+
+    def _validate_new(self, X) -> np.ndarray:
+        """Inputs to predict at (or to evaluate the design at), checked against the fit."""
+        check_untimed(X, "X")
+        return validate_data(self, X, reset=False, dtype=np.float64)
 
     def _check_n_samples(self, X: np.ndarray) -> None:
         if X.shape[0] < 2:
@@ -383,7 +401,7 @@ class _BaseRVM(BaseEstimator):
                 "a one-vs-rest RVC has one basis per classifier: use "
                 "estimators_[k].design_matrix(X)"
             )
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         return self.basis_.design(X)
 
     def __sklearn_tags__(self):
@@ -620,8 +638,9 @@ or callable, default="rbf"
         sample_weight = check_sample_weight(sample_weight, X.shape[0])
         self._fit_type2(X, y, "gaussian", sample_weight)
         self.noise_var_ = self.result_.noise_var
-        # the augmented predictive (RVM*) needs every training input and target, as a GP does
-        self.X_train_, self.y_train_ = X, y
+        # the augmented predictive (RVM*) needs every training input and target, as a GP
+        # does: held in memory (O(N d)), so a dask fit predicts after its cluster is gone
+        self.X_train_, self.y_train_ = np.asarray(X), y
         self.train_weights_ = sample_weight  # None without sample_weight
 
     def predict(self, X, return_std: bool = False, predictive: str | None = None):
@@ -649,7 +668,7 @@ or callable, default="rbf"
         if predictive is None:
             predictive = self.predictive
         lookup(PREDICTIVE, predictive, "predictive")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         if predictive == "augmented":
             mean, var = self._augmented(X)
         else:
@@ -1039,7 +1058,7 @@ or callable, default="rbf"
         (n_samples, K) (one latent output per class).
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         if hasattr(self, "estimators_"):
             return np.column_stack([e.decision_function(X) for e in self.estimators_])
         return self._by_row_blocks(X, lambda Phi: Phi @ self.result_.mu)
@@ -1068,13 +1087,13 @@ or callable, default="rbf"
         At the posterior mode, or moderated (``moderated=True``); see the class notes.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         return np.exp(self._log_proba(X, self.moderated))
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`, computed without underflow for the sigmoid."""
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = self._validate_new(X)
         return self._log_proba(X, self.moderated)
 
     def predict(self, X):

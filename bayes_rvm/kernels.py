@@ -7,13 +7,14 @@ need Mercer kernels: the Gram columns are just basis functions (Tipping 2001, Se
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 
 import numpy as np
 
-from bayes_rvm._validation import check_real, lookup, real_values
+from bayes_rvm._validation import call_user, check_real, lookup, real_values
 
 __all__ = [
     "RBF",
@@ -66,14 +67,20 @@ class Kernel(ABC):
 
 
 def _check_scales(gamma, name: str = "gamma") -> float | np.ndarray:
-    if gamma is None or isinstance(gamma, bool):
+    if gamma is None or isinstance(gamma, bool | np.bool_):
         raise TypeError(f"{name} must be a positive number or array, got {gamma!r}")
     if isinstance(gamma, numbers.Real):
         value = float(gamma)
         if not np.isfinite(value) or value <= 0:
             raise ValueError(f"{name} must be finite and > 0, got {value}")
         return value
-    scales = np.asarray(gamma, dtype=np.float64)
+    scales = np.asarray(gamma)
+    if scales.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name} must be a positive real number or an array of them, got {gamma!r} "
+            f"(dtype {scales.dtype})"
+        )
+    scales = scales.astype(np.float64)
     if scales.ndim != 1 or scales.size == 0:
         raise ValueError(
             f"expected {name} to be a number or a 1-D array, got shape {scales.shape}"
@@ -107,15 +114,29 @@ class RBF(Kernel):
         self.gamma = _check_scales(gamma)
 
     def _scaled(self, X, Y):
+        """``(X - c) sqrt(eta)`` and ``(Y - c) sqrt(eta)`` for the shift ``c = Y[0]``.
+
+        The expansion ``2 x.y - |x|^2 - |y|^2`` cancels in proportion to ``|x|^2``, so
+        far from the origin (timestamps, projected coordinates) it loses the distance;
+        relative to a row of ``Y`` it loses only what the distances themselves carry.
+        The subtraction is exact for inputs within a factor of two of each other, so an
+        offset that the inputs hold exactly leaves the shifted values (and the Gram
+        matrix) unchanged to the last digit.
+        """
         X, Y = _as_inputs(X, Y)
         root = _per_feature(np.sqrt(self.gamma), X.shape[1])
-        return X * root, Y * root
+        shift = Y[0] if Y.shape[0] else np.zeros(Y.shape[1])
+        Xs = np.subtract(X, shift)
+        Xs *= root
+        Ys = np.subtract(Y, shift)
+        Ys *= root
+        return Xs, Ys
 
     def __call__(self, X, Y=None) -> np.ndarray:
         Xs, Ys = self._scaled(X, Y)
         # in place: one n_X x n_Y array, however large the block, holding minus the
-        # squared distance 2 x.y - |x|^2 - |y|^2 (doubling is exact), capped at 0 where
-        # rounding makes it positive: four passes over the block
+        # squared distance 2 x.y - |x|^2 - |y|^2 of the shifted inputs (doubling is
+        # exact), capped at 0 where rounding makes it positive: four passes over the block
         out = (2.0 * Xs) @ Ys.T
         out -= np.einsum("ij,ij->i", Xs, Xs)[:, None]
         out -= np.einsum("ij,ij->i", Ys, Ys)[None, :]
@@ -285,7 +306,8 @@ class CallableKernel(Kernel):
 
     def __call__(self, X, Y=None) -> np.ndarray:
         X, Y = _as_inputs(X, Y)
-        K = real_values(self.function(X, Y), f"kernel function {self.function!r}")
+        what = f"kernel function {self.function!r}"
+        K = real_values(call_user(self.function, what, X, Y), what)
         if K.shape != (X.shape[0], Y.shape[0]):
             raise ValueError(
                 f"kernel function {self.function!r} returned shape {K.shape}, "
@@ -321,6 +343,16 @@ def check_kernel(kernel, name: str = "kernel"):
         )
     if not callable(kernel):
         raise TypeError(f"{name} must be a name, a Kernel or a callable k(X, Y); got {kernel!r}")
+    if not isinstance(kernel, Kernel):
+        try:
+            inspect.signature(kernel).bind(None, None)
+        except TypeError:
+            raise TypeError(
+                f"{name} must be a callable k(X, Y) of two arrays returning their Gram "
+                f"matrix; got {kernel!r}, which cannot be called with two arguments"
+            ) from None
+        except ValueError:  # no signature to read (some builtins): called as it is
+            pass
     return kernel
 
 

@@ -198,3 +198,24 @@ def test_rvc_on_a_local_cluster_fits_like_in_memory(data, client):
     local = RVC(gamma=0.3).fit(X, labels)
     remote = RVC(gamma=0.3).fit(da.from_array(X, chunks=(60, 2)), labels)
     _check_same_fit(local, remote)
+
+
+@pytest.mark.slow  # starts a cluster of its own, to close it
+def test_augmented_predictive_outlives_the_cluster_and_pickling(data):
+    """What the augmented predictive needs (the training inputs) is kept in memory, not
+    as a collection persisted on workers that are gone after the fit."""
+    import pickle
+
+    X, y, _ = data
+    local = RVR(gamma=0.3, centres=60, random_state=0, predictive="augmented").fit(X, y)
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+    )
+    with distributed.Client(cluster):
+        remote = RVR(gamma=0.3, centres=60, random_state=0, predictive="augmented")
+        remote.fit(da.from_array(X, chunks=(80, 2)), y)
+    cluster.close()
+    expected = local.predict(X[:50], return_std=True)
+    for model in (remote, pickle.loads(pickle.dumps(remote))):
+        for got, want in zip(model.predict(X[:50], return_std=True), expected, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)

@@ -118,3 +118,15 @@ def test_mismatched_features():
         RBF(1.0)(np.ones((2, 3)), np.ones((2, 2)))
     with pytest.raises(ValueError, match="one per scale"):
         RBF(np.ones(2))(np.ones((2, 3)), np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("offset", [1e4, 1e7, 1.7e9])
+def test_rbf_is_translation_invariant_far_from_the_origin(rng, offset):
+    """Inputs on a grid that ``x + offset`` holds exactly: the Gram matrix of the shifted
+    inputs is the elementwise formula of the unshifted ones."""
+    X = np.round(rng.normal(size=(40, 3)) * 512) / 512
+    Y = np.round(rng.normal(size=(9, 3)) * 512) / 512
+    eta = np.array([0.5, 2.0, 0.1])
+    expected = np.exp(-np.sum(eta * (X[:, None, :] - Y[None, :, :]) ** 2, axis=2))
+    np.testing.assert_allclose(RBF(eta)(X + offset, Y + offset), expected, rtol=1e-13)
+    np.testing.assert_allclose(RBF(eta)(X + offset), RBF(eta)(X), rtol=1e-13)

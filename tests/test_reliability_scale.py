@@ -91,11 +91,34 @@ def test_classification_is_invariant_to_the_input_scale(labels, solver):
 
 
 @pytest.mark.parametrize("solver", SOLVERS)
-@pytest.mark.parametrize("k", [1e-200, 1e200])
+@pytest.mark.parametrize(
+    "k",
+    [
+        1e-200,
+        pytest.param(
+            1e160,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="solvers/_fit.py _Scaling.undo checks beta but not the noise "
+                "variance 1 / beta, which overflows to inf for a subnormal beta",
+            ),
+        ),
+        1e200,
+    ],
+)
 def test_targets_beyond_the_float_range_name_it(sinc, solver, k):
+    """A noise variance ``k^2`` times that of the unit fit is past the float range from
+    ``k`` about 1e156 here: a ``ValueError`` naming the range, the previous fit kept."""
     X, y = sinc
-    with pytest.raises(ValueError, match="outside the float range"):
-        RVR(gamma=0.25, solver=solver).fit(X, y * k)
+    with warnings.catch_warnings():  # EM stalls short of the gradient test here
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = RVR(gamma=0.25, solver=solver).fit(X, y)
+        before = model.predict(X, return_std=True)
+        with pytest.raises(ValueError, match="outside the float range"):
+            model.fit(X, y * k)
+    assert np.isfinite(model.noise_var_)
+    for got, expected in zip(model.predict(X, return_std=True), before, strict=True):
+        np.testing.assert_array_equal(got, expected)
 
 
 @pytest.mark.parametrize(
