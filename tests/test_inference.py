@@ -18,7 +18,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import bayes_rvm as br
-from bayes_rvm.inference import _exact_weights, _loo_gaussian, _numpy_rng
+from bayes_rvm.inference._draws import _exact_weights, _loo_gaussian, _numpy_rng
 from bayes_rvm.posterior import gaussian_posterior
 from bayes_rvm.solvers import Prior, Type2Result
 from bayes_rvm.variational import fit_vb, lower_bound
@@ -496,7 +496,9 @@ def test_advi_warns_when_it_has_not_converged(models):
     """Started away from the posterior with a small learning rate, 1000 steps leave the loss
     falling (by about 140 +- 17 over the last 400 for seeds 0-3): a warning says so."""
     start = {"alpha_log__": np.full(4, 6.0), "beta_log__": 0.0}
-    with pytest.warns(UserWarning, match=r"has not converged after n=1000 steps.*method='vb'"):
+    with pytest.warns(
+        UserWarning, match=r"has not converged after 1000 of n=1000 steps.*method='vb'"
+    ):
         br.fit_vi(
             models["collapsed"],
             n=1000,
@@ -506,6 +508,38 @@ def test_advi_warns_when_it_has_not_converged(models):
             obj_optimizer=pm.adam(learning_rate=0.002),
             progressbar=False,
         )
+
+
+def test_interrupted_runs_say_they_are_partial(models):
+    """A KeyboardInterrupt (PyMC's documented way: raised in a callback) used to return a
+    complete-looking tree (10 of 200 draws, 299 of 5,000 steps) with no warning."""
+    calls = []
+
+    def interrupt(trace, draw):
+        calls.append(draw)
+        if len(calls) == 320:  # the 20th draw after tuning of the first chain
+            raise KeyboardInterrupt
+
+    with pytest.warns(UserWarning, match=r"interrupted.*partial = 1"):
+        tree = br.sample(models["collapsed"], callback=interrupt, **QUIET, **SAMPLE)
+    assert tree.attrs["partial"] == 1
+    assert tree["posterior"].sizes["chain"] * tree["posterior"].sizes["draw"] < 400
+
+    def stop(approx, loss, i):
+        if i == 300:
+            raise KeyboardInterrupt
+
+    with pytest.warns(UserWarning, match="interrupted") as record:
+        tree = br.fit_vi(
+            models["collapsed"],
+            n=5000,
+            draws=10,
+            random_seed=1,
+            callbacks=[stop],
+            progressbar=False,
+        )
+    assert tree.attrs["partial"] == 1 and tree["sample_stats"].sizes["iteration"] < 5000
+    assert any("300 of n=5000 optimisation steps" in str(w.message) for w in record)
 
 
 def test_relevance_plots(fits, tmp_path):
