@@ -180,12 +180,57 @@ def test_loo_of_every_fit(fits):
     rows = table.predictive
     assert rows.loc["collapsed", "elpd_loo"] == pytest.approx(loo.elpd)
     assert rows.loc["collapsed", "loo"].startswith("PSIS-LOO")
-    evidence = fits["evidence"]["log_likelihood"]["t"].values[0, 0]
-    assert rows.loc["evidence", "elpd_loo"] == pytest.approx(evidence.sum(), rel=1e-12)
+    tree = fits["evidence"]
+    alpha = tree["posterior"]["alpha"].values[0, 0]
+    beta = float(tree["posterior"]["beta"].values[0, 0])
+    Phi, t = tree["constant_data"]["Phi"].values, tree["observed_data"]["t"].values
+    exact = _brute_force_loo(Phi, t, alpha, beta).sum()
+    assert rows.loc["evidence", "elpd_loo"] == pytest.approx(exact, rel=1e-10)
     assert "conditional on the type-II" in rows.loc["evidence", "loo"]
     # the same data, so the elpd of every fit is close; the evidence fit's is the highest
     # in expectation (the hyperparameters were fitted to all the data)
     assert np.ptp(rows["elpd_loo"]) < 3.0
+
+
+def test_arviz_loo_and_compare_on_the_evidence_tree(fits):
+    """az.loo failed inside ArviZ ("All tail values are the same") on the evidence tree; its
+    PSIS-LOO now estimates the exact leave-one-out sum given the type-II alpha, beta."""
+    tree = fits["evidence"]
+    loo = az.loo(tree)
+    exact = br.compare({"evidence": tree}, np.zeros(6)).predictive.loc["evidence", "elpd_loo"]
+    assert loo.elpd == pytest.approx(exact, abs=max(0.5, 2 * float(loo.se) / 10))
+    assert float(np.max(loo.pareto_k)) < 0.7
+    assert "type-II" in tree["log_likelihood"].attrs["pointwise"]
+    table = az.compare({"evidence": tree, "collapsed": fits["collapsed"]})
+    assert set(table.index) == {"evidence", "collapsed"}
+
+
+def test_predict_after_plain_pm_sample(models, regression):
+    """pm.sample of the collapsed model holds no w (predict raised KeyError 'w'): predict
+    with the model draws w exactly and adds the exact leave-one-out terms for az.loo."""
+    Phi, t, Phi_new, _ = regression
+    model = models["collapsed"]
+    tree = pm.sample(
+        draws=100,
+        tune=200,
+        chains=2,
+        cores=1,
+        random_seed=5,
+        model=model,
+        nuts_sampler="pymc",
+        **QUIET,
+    )
+    with pytest.raises(ValueError, match=r"pass model=model"):
+        br.predict(tree, Phi_new=Phi_new)
+    out = br.predict(tree, Phi_new=Phi_new, model=model, random_seed=0)
+    assert out["posterior"]["w"].shape == (2, 100, 4)
+    assert out["predictions"]["f"].shape == (2, 100, 6)
+    alpha = out["posterior"]["alpha"].values[1, 7]
+    beta = float(out["posterior"]["beta"].values[1, 7])
+    np.testing.assert_allclose(
+        out["log_likelihood"]["t"].values[1, 7], _brute_force_loo(Phi, t, alpha, beta), rtol=1e-9
+    )
+    assert az.loo(out).n_data_points == t.size
 
 
 def test_log_likelihood_matches_pymc(fits):

@@ -221,7 +221,9 @@ def test_option_errors(problem):
         model_spec(pm.Model())
     with pm.Model(coords={"basis": range(6)}) as own:
         rvm_weights(Phi, 2.0, 1.0)
-    with pytest.raises(TypeError, match=r"without the variables \['Phi', 't'\]"):
+    with pytest.raises(
+        TypeError, match=r"did not declare.*bayes_rvm\.predict\(tree, model=model\)"
+    ):
         model_spec(own)
 
 

@@ -20,12 +20,13 @@ from bayes_rvm._validation import (
 from bayes_rvm.inference._draws import (
     _flat,
     _log_density,
+    _loo_gaussian,
     _numpy_rng,
 )
 from bayes_rvm.inference._graph import graph_draws, observed_is_binary
 from bayes_rvm.inference.export import _Fitted, _fitted
 from bayes_rvm.inference.prediction import _model_of, package_likelihood, predict
-from bayes_rvm.posterior import precision_factor
+from bayes_rvm.posterior import gaussian_posterior, precision_factor
 
 
 @dataclass(frozen=True)
@@ -129,15 +130,27 @@ def _predictive_row(tree, likelihood: str, t_test, level: float) -> dict:
     }
 
 
+def _exact_evidence_loo(tree) -> np.ndarray:
+    """``log p(t_n | t_-n, alpha, beta)`` at the type-II estimates held by an evidence tree."""
+    alpha = _flat(tree["posterior"]["alpha"])[0]
+    beta = float(_flat(tree["posterior"]["beta"])[0])
+    active = np.isfinite(alpha)  # pruned columns: alpha = inf, no part in the marginal
+    Phi = tree["constant_data"]["Phi"].values[:, active]
+    t = tree["observed_data"]["t"].values
+    # Tipping (2001) eq. 12-13 over the active columns
+    L, mu = gaussian_posterior(Phi.T @ Phi, Phi.T @ t, alpha[active], beta)
+    return _loo_gaussian(Phi, t, mu, L, beta)
+
+
 def _loo_row(tree) -> dict:
     """elpd_loo of a fit: PSIS-LOO of the draws, exact for evidence fits, else n/a."""
     row = {"elpd_loo": np.nan, "elpd_loo_se": np.nan, "loo": "n/a: no log_likelihood group"}
     if "log_likelihood" not in tree.children:
         return row
     if tree.attrs.get("fit") == "evidence":
-        terms = _flat(tree["log_likelihood"]["t"])[0]
         if tree.attrs.get("likelihood") != "gaussian":
             return {**row, "loo": "n/a: no exact leave-one-out form (classification)"}
+        terms = _exact_evidence_loo(tree)
         return {
             "elpd_loo": float(terms.sum()),
             "elpd_loo_se": float(np.sqrt(terms.size * terms.var())),

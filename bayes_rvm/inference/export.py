@@ -20,7 +20,6 @@ from bayes_rvm.inference._draws import (
     _exact_weights,
     _gaussian_draws,
     _log_density,
-    _loo_gaussian,
     _numpy_rng,
     _predictive_draws,
     _set_group,
@@ -67,16 +66,16 @@ def _per_draw(posterior: xr.Dataset, name: str, shape) -> np.ndarray | None:
     return np.broadcast_to(posterior[name].values, shape)
 
 
-def _complete(
-    tree, fitted: _Fitted, fixed, Phi_new, rng, attrs, loo=None, pointwise=None
-) -> xr.DataTree:
+def _complete(tree, fitted: _Fitted, fixed, Phi_new, rng, attrs, pointwise=None) -> xr.DataTree:
     """Add exact ``w`` draws (collapsed form), log alpha / log beta, log likelihood, data and
     predictions to a tree holding the posterior of ``alpha`` (and ``beta``).
 
     ``fixed``: values of ``alpha`` / ``beta`` that the model holds fixed (``pm.do``,
-    ``pm.observe``, a fixed noise), repeated over the draws. ``loo`` and ``pointwise``:
-    leave-one-out terms given by the caller (evidence fits).
+    ``pm.observe``, a fixed noise), repeated over the draws. ``pointwise``: what the
+    log-likelihood terms are, when the caller says more than the default (evidence fits).
+    In the collapsed form the terms are the exact leave-one-out conditionals.
     """
+    loo = None
     posterior = tree["posterior"].to_dataset()
     n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
     for name, value in fixed.items():
@@ -118,7 +117,9 @@ def _attach_data(tree, fitted: _Fitted, loo=None, pointwise=None) -> None:
         else:
             f = w @ fitted.Phi.T
         loglik = _log_density(fitted.likelihood, f, fitted.t, beta, nu)
-        pointwise = "log p(t_n | w, beta): the likelihood of each observation given each draw"
+        pointwise = pointwise or (
+            "log p(t_n | w, beta): the likelihood of each observation given each draw"
+        )
     else:
         loglik = loo
         pointwise = pointwise or (
@@ -261,14 +262,13 @@ def to_inference_data(
     tree = xr.DataTree()
     _set_group(tree, "posterior", _dataset(variables, coords))
     fitted = _Fitted(result.likelihood, Phi, t, coords)
-    loo = pointwise = None
-    if result.likelihood == "gaussian":
-        row = _loo_gaussian(Phi[:, position], t, result.mu, result.precision_chol, result.beta)
-        loo = np.broadcast_to(row, (1, draws, row.size))
-        pointwise = (
-            "log p(t_n | t_-n, alpha, beta) at the type-II estimates of alpha, beta: exact "
-            "leave-one-out conditionals, conditional on hyperparameters fitted on all the data"
-        )
+    # the likelihood of each row given each draw of w ~ N(mu, Sigma): az.loo then estimates
+    # the leave-one-out conditionals given the type-II alpha, beta (compare: exactly)
+    pointwise = (
+        "log p(t_n | w, beta) at draws of w from the posterior given the type-II estimates of "
+        "alpha, beta: PSIS-LOO (az.loo) of these terms is conditional on hyperparameters "
+        "fitted on all the data (optimistic); bayes_rvm.compare reports it in closed form"
+    )
     tree = _complete(
         tree,
         fitted,
@@ -283,7 +283,6 @@ def to_inference_data(
             "sampling_diagnostics": _INDEPENDENT_DRAWS,
             "log_evidence": result.log_evidence,
         },
-        loo=loo,
         pointwise=pointwise,
     )
     _record_inputs(tree, X_new if not isinstance(fit, Type2Result) else None)

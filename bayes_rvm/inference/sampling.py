@@ -170,7 +170,9 @@ def sample(
     ----------
     model : pymc.Model
         From :func:`~bayes_rvm.build_model` or :func:`model_from_estimator`, or a copy of
-        one made by ``clone_model``, ``pm.do`` or ``pm.observe``.
+        one made by ``clone_model``, ``pm.do`` or ``pm.observe``. Any other model (your own,
+        with :func:`~bayes_rvm.rvm_weights`) is refused before anything is compiled: sample
+        it with ``pm.sample`` and predict with ``predict(tree, model=model)``.
     draws, tune, chains : int
         As ``pymc.sample`` (4 chains by default).
     cores : int, optional
@@ -205,6 +207,8 @@ def sample(
         ``N(mu, Sigma)`` (Tipping 2001, eq. 12-13) at every posterior draw of
         ``(alpha, beta)``, which makes the joint draws exact posterior draws of ``w``, and
         ``log_likelihood`` holds the exact leave-one-out conditionals, so ``az.loo`` works.
+        A run interrupted by ``KeyboardInterrupt`` returns the draws made, with a warning
+        and the attribute ``partial = 1``.
 
     Raises
     ------
@@ -399,6 +403,7 @@ def fit_vi(
     Parameters
     ----------
     model : pymc.Model
+        As for :func:`sample` (checked before the optimisation starts).
     method : {"advi", "fullrank_advi", "vb"}
         ``"advi"`` / ``"fullrank_advi"``: mean-field or full-rank Gaussian approximation
         on the unconstrained scale (``log alpha``, ``log beta``, and ``z`` / ``w`` unless
@@ -429,7 +434,9 @@ def fit_vi(
     -------
     xarray.DataTree
         The layout of the module notes; ``sample_stats["loss"]`` (dim ``iteration``) is
-        the negative lower bound (ELBO) after every step or sweep.
+        the negative lower bound (ELBO) after every step or sweep. An ADVI run interrupted
+        by ``KeyboardInterrupt`` returns the approximation reached, checked for convergence
+        like a full run, with a warning and the attribute ``partial = 1``.
 
     Raises
     ------
