@@ -493,7 +493,7 @@ def test_predict_from_any_fit(fits, regression):
     w_old = fits["collapsed"]["posterior"]["w"].values.reshape(-1, 4)
     se = np.hypot(w_new.std(axis=0), w_old.std(axis=0)) / np.sqrt(w_new.shape[0])
     assert np.all(np.abs(w_new.mean(axis=0) - w_old.mean(axis=0)) < 4.5 * se)
-    with pytest.raises(ValueError, match="X_new needs a model that knows its basis"):
+    with pytest.raises(ValueError, match="X_new needs a model that holds the map"):
         br.predict(fits["vb"], X_new=Phi_new)
     with pytest.raises(ValueError, match="with 4 columns"):
         br.predict(fits["vb"], Phi_new=Phi_new[:, :2])
@@ -502,18 +502,21 @@ def test_predict_from_any_fit(fits, regression):
 def test_compare_a_users_own_model(regression):
     """pm.sample of a model built with the block (hierarchical prior on the weight scale)."""
     Phi, t, Phi_new, t_new = regression
-    with pm.Model(coords={"basis": np.arange(4), "obs": np.arange(40)}):
+    with pm.Model(coords={"basis": np.arange(4), "obs": np.arange(40)}) as own:
         Phi_data = pm.Data("Phi", Phi, dims=("obs", "basis"))
         scale = pm.HalfNormal("scale", 2.0)
         w = br.rvm_weights(Phi_data, 2.0, 2.0 * scale**2)
         beta = pm.Gamma("beta", alpha=3.0, beta=np.float64(0.3))
         pm.Normal("t", mu=Phi_data @ w, sigma=1 / pm.math.sqrt(beta), observed=t, dims="obs")
         tree = pm.sample(200, tune=200, chains=1, random_seed=4, **QUIET)
-    table = br.compare({"own": tree}, t_new, Phi_test=Phi_new, random_seed=1)
+    with pytest.raises(ValueError, match=r"pass model=model"):
+        br.compare({"own": tree}, t_new, Phi_test=Phi_new, random_seed=1)
+    table = br.compare({"own": (tree, own)}, t_new, Phi_test=Phi_new, random_seed=1)
     assert table.predictive.loc["own", "rmse"] < 0.6
     assert table.diagnostics.loc["own", "kind"] == "mcmc"
     basis = table.basis.set_index("basis")
-    assert basis.loc[0, "p_relevant"] == 1.0 and basis.loc[0, "shrinkage"] > 0.9
+    assert abs(basis.loc[0, "w_mean"] - 1.5) < 3 * basis.loc[0, "w_sd"]
+    assert np.isnan(basis.loc[0, "shrinkage"])  # the likelihood is the model's own
 
 
 def test_compare_accepts_string_labels():

@@ -189,14 +189,16 @@ def _shrinkage(tree, fitted: _Fitted, max_draws: int = 200) -> np.ndarray | None
     return distinct[rows.reshape(-1)]
 
 
-def _basis_rows(name: str, tree, fitted: _Fitted, level: float) -> pd.DataFrame:
+def _basis_rows(name: str, tree, fitted: _Fitted | None, level: float) -> pd.DataFrame:
+    """Per basis function: log alpha, w and (Gaussian likelihood of a model the package
+    declared, ``fitted``) the shrinkage factors."""
     posterior = tree["posterior"]
     log_alpha = _flat(np.log(posterior["alpha"].transpose("chain", "draw", ...)))
     w = _flat(posterior["w"].transpose("chain", "draw", ...))
     with np.errstate(invalid="ignore"):  # inf - inf for pruned columns of evidence fits
         log_alpha_sd = np.where(np.isinf(log_alpha[0]), 0.0, log_alpha.std(axis=0))
     lower, upper = np.quantile(w, [(1 - level) / 2, (1 + level) / 2], axis=0)
-    gamma = _shrinkage(tree, fitted)
+    gamma = None if fitted is None else _shrinkage(tree, fitted)
     nan = np.full(w.shape[1:], np.nan)
     columns = {
         "log_alpha_mean": log_alpha.mean(axis=0),
@@ -382,7 +384,7 @@ def compare(
     predictive, basis, diagnostics = [], [], []
     for name, tree, model in named:
         try:
-            model = _model_of(model)
+            model = _model_of(tree, model)
             known = package_likelihood(tree, model)
             if known is None:
                 row = _graph_row(tree, model, Phi_test, data_test, t_test, interval, random_seed)
@@ -396,8 +398,9 @@ def compare(
             raise type(err)(f"fit {name!r}: {err}") from err
         predictive.append({"fit": name, **row, **_loo_row(tree)})
         if known is not None:
-            fitted = _fitted(tree, known[0])
-            basis.append(_basis_rows(name, tree, fitted, interval))
+            basis.append(_basis_rows(name, tree, _fitted(tree, known[0]), interval))
+        elif {"alpha", "w"} <= set(tree["posterior"].data_vars):  # an unnamed rvm_weights block
+            basis.append(_basis_rows(name, tree, None, interval))
         diagnostics.append({"fit": name, **_diagnostics_row(tree)})
     return Comparison(
         predictive=pd.DataFrame(predictive).set_index("fit"),

@@ -54,13 +54,17 @@ def _check_new_design(design, n_basis: int, X_new, Phi_new) -> np.ndarray | None
     return Phi_new
 
 
-def _model_of(model) -> pm.Model | None:
-    """``model`` as given, else the model of an enclosing ``with model:`` block, else None."""
+def _model_of(tree: xr.DataTree, model) -> pm.Model | None:
+    """``model`` as given, else the model of an enclosing ``with model:`` block (for a fit
+    of the package's own, only a model :func:`~bayes_rvm.build_model` declared), else None."""
     if model is not None:
         if not isinstance(model, pm.Model):
             raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
         return model
-    return pm.Model.get_context(error_if_none=False)
+    context = pm.Model.get_context(error_if_none=False)
+    if context is not None and tree.attrs.get("fit") in PACKAGE_FITS and declared(context) is None:
+        return None
+    return context
 
 
 def package_likelihood(tree: xr.DataTree, model: pm.Model | None):
@@ -148,7 +152,7 @@ def predict(
         When the tree does not say what model it is a fit of and no ``model`` is given;
         for ``X_new`` with a model that holds no map from inputs to design rows.
     """
-    model = _model_of(model)
+    model = _model_of(tree, model)
     known = package_likelihood(tree, model)
     if known is None:
         if X_new is not None:
