@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
 
 import arviz as az
 import numpy as np
@@ -124,13 +125,14 @@ def test_evidence_tree_lines_up_with_the_collapsed_fit(fits):
 
 def test_derived_groups_follow_the_draws(fits, regression):
     """log_likelihood and predictions are the stated functions of every draw: log p(t_n | w,
-    beta) in weight space, the exact leave-one-out terms where w is integrated out."""
+    beta) in weight space (the evidence fit included), the exact leave-one-out terms where w
+    is integrated out."""
     Phi, t, Phi_new, _ = regression
     for name, tree in fits.items():
         w = tree["posterior"]["w"].values
         beta = tree["posterior"]["beta"].values
         loglik = tree["log_likelihood"]["t"].values
-        if name in ("noncentred", "vb"):
+        if name in ("noncentred", "vb", "evidence"):
             expected = stats.norm.logpdf(t, w @ Phi.T, 1.0 / np.sqrt(beta)[..., None])
             np.testing.assert_allclose(loglik, expected, rtol=1e-12, atol=1e-14)
         else:
@@ -205,6 +207,7 @@ def test_arviz_loo_and_compare_on_the_evidence_tree(fits):
     assert set(table.index) == {"evidence", "collapsed"}
 
 
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
 def test_predict_after_plain_pm_sample(models, regression):
     """pm.sample of the collapsed model holds no w (predict raised KeyError 'w'): predict
     with the model draws w exactly and adds the exact leave-one-out terms for az.loo."""
@@ -529,6 +532,7 @@ def test_compare_accepts_string_labels():
         dims={"w": ["basis", "class"], "alpha": ["basis", "class"], "Phi": ["obs", "basis"]},
         coords={"class": ["dog", "cat", "eel"]},  # not sorted
     )
+    tree.attrs.update(fit="mcmc", likelihood="categorical")  # as the package's fits say
     labels = np.array(["cat", "eel", "dog", "cat", "cat"])
     row = br.compare({"softmax": tree}, labels, Phi_test=Phi_test).predictive.loc["softmax"]
     logits = np.einsum("nm,sdmk->sdnk", Phi_test, w)[0]
@@ -587,7 +591,7 @@ def test_interrupted_runs_say_they_are_partial(models):
             progressbar=False,
         )
     assert tree.attrs["partial"] == 1 and tree["sample_stats"].sizes["iteration"] < 5000
-    assert any("300 of n=5000 optimisation steps" in str(w.message) for w in record)
+    assert any(re.search(r"\d+ of n=5000 optimisation steps", str(w.message)) for w in record)
 
 
 def test_relevance_plots(fits, tmp_path):
