@@ -18,9 +18,23 @@ composes it with a likelihood (:data:`LIKELIHOODS`) and never samples: fitting i
     (eq. 15, 34), so only ``log alpha`` and ``log beta`` are sampled; the fit then draws
     ``w`` exactly from ``p(w | alpha, beta, t)`` (eq. 12-13) for every posterior draw.
 
-The description of a model (:class:`ModelSpec`, :func:`model_spec`) is read from its
-named variables, so it survives ``pymc.model.fgraph.clone_model``, ``pm.do`` and
-``pm.observe``.
+What the model needs to predict travels with it
+-----------------------------------------------
+:func:`build_model` declares the design matrix as ``pm.Data("Phi")`` and records on that
+variable (its PyTensor ``tag``) the likelihood it declared and, when given, the map
+``design: X_new -> Phi_new`` of the fitted basis (:func:`bayes_rvm.model_from_estimator`
+passes the estimator's own basis: kernel and centres, learned scales, bias and extra
+columns). PyTensor copies a variable's tag with the variable, so the record survives
+``pymc.model.fgraph.clone_model``, ``pm.do``, ``pm.observe`` and ``pm.set_data`` (which
+changes the value, not the variable); every model has its own ``Phi`` variable, so two
+models never share a design, however equal their training matrices. Any basis the
+estimators accept, a callable kernel included, maps new inputs this way. A model that
+:func:`build_model` did not declare (your own model with :func:`rvm_weights`) holds no
+such map: predict it at new design rows (``Phi_new``) and, for other data of its own,
+:func:`bayes_rvm.predict`'s ``data``; the likelihood and every term of its mean then come
+from its graph. The rest of the description (:class:`ModelSpec`, :func:`model_spec`: the
+parameterisation and the priors) is read from the variables ``alpha``, ``beta``, ``z`` /
+``w`` and the observed ``t``.
 
 Choosing the hyperprior
 -----------------------
@@ -37,8 +51,6 @@ larger ``a`` concentrates it. The same for the noise: ``beta ~ Gamma(c, d)`` wit
 
 from __future__ import annotations
 
-import hashlib
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -109,7 +121,7 @@ class ModelSpec:
     design : callable or None
         Maps new inputs ``X`` to design rows over the model's columns: known for models
         built with ``design=`` (such as :func:`bayes_rvm.inference.model_from_estimator`),
-        found again from the training design matrix after the model is copied.
+        held by the model itself (see the module notes), ``None`` otherwise.
     """
 
     likelihood: str
@@ -122,35 +134,35 @@ class ModelSpec:
     design: Callable[[np.ndarray], np.ndarray] | None = None
 
 
-# ---------------------------------------------------------------------------------------
-# Designs of models built from inputs, keyed by the content of the training design matrix
-# ---------------------------------------------------------------------------------------
+#: attribute of the ``pm.Data("Phi")`` variable's ``tag`` where :func:`build_model` records
+#: what it declared. PyTensor copies a variable's tag with the variable, so the record
+#: survives ``clone_model``, ``pm.do``, ``pm.observe`` and ``pm.set_data`` (which keeps the
+#: variable and changes its value); each model's ``Phi`` is its own variable.
+_RECORD = "bayes_rvm"
 
-#: digest of a training design matrix -> ``X_new -> design rows`` (most recent last)
-_DESIGNS: OrderedDict[str, Callable] = OrderedDict()
-_MAX_DESIGNS = 32
-
-
-def design_key(Phi: np.ndarray) -> str:
-    """A digest of a design matrix's shape and values (the key of its ``X -> rows`` map)."""
-    Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-    digest = hashlib.blake2b(Phi.tobytes(), digest_size=16)
-    digest.update(str(Phi.shape).encode())
-    return digest.hexdigest()
+#: tag attribute that :func:`rvm_weights` sets on a ``pm.Data`` design it is given: the
+#: data that ``Phi_new`` replaces in :func:`bayes_rvm.predict` of a model of your own
+BLOCK_DESIGN = "bayes_rvm_block"
 
 
-def register_design(Phi: np.ndarray, design: Callable) -> None:
-    """Remember how new inputs map to rows of ``Phi`` (kept for the latest 32 matrices)."""
-    key = design_key(Phi)
-    _DESIGNS[key] = design
-    _DESIGNS.move_to_end(key)
-    while len(_DESIGNS) > _MAX_DESIGNS:
-        _DESIGNS.popitem(last=False)
+@dataclass(frozen=True)
+class _Declared:
+    """What :func:`build_model` records on the ``Phi`` of the model it declares."""
+
+    likelihood: str
+    design: Callable[[np.ndarray], np.ndarray] | None
 
 
-def find_design(Phi: np.ndarray) -> Callable | None:
-    """The ``X -> rows`` map registered for this training design matrix, if any."""
-    return _DESIGNS.get(design_key(Phi))
+def declared(model: pm.Model) -> _Declared | None:
+    """The record :func:`build_model` left on the model's ``Phi``; ``None`` for other models."""
+    Phi = model.named_vars.get("Phi") if isinstance(model, pm.Model) else None
+    return None if Phi is None else getattr(Phi.tag, _RECORD, None)
+
+
+def model_design(model: pm.Model) -> Callable[[np.ndarray], np.ndarray] | None:
+    """``X_new -> design rows`` held by a model built with ``design=``, else ``None``."""
+    record = declared(model)
+    return None if record is None else record.design
 
 
 # ---------------------------------------------------------------------------------------
@@ -194,36 +206,44 @@ def _likelihood_of(op) -> str | None:
     return None
 
 
+def _describe(model) -> str:
+    if not isinstance(model, pm.Model):
+        return f"a {type(model).__name__}"
+    return "a pymc.Model that build_model did not declare"
+
+
 def model_spec(model: pm.Model) -> ModelSpec:
     """The :class:`ModelSpec` of a model declared by :func:`build_model`.
 
-    It is read from the model's named variables (``Phi``, ``alpha``, ``beta``, ``z`` /
-    ``w``, the observed ``t``), so copies made by ``clone_model``, ``pm.do`` or
-    ``pm.observe`` keep it.
+    The likelihood and the design are the record :func:`build_model` left on the model's
+    ``Phi`` (checked against the distribution of the observed ``t`` in the graph); the
+    priors are read from the variables ``alpha`` and ``beta``. Copies made by
+    ``clone_model``, ``pm.do`` or ``pm.observe`` keep both.
 
     Raises
     ------
     TypeError
-        When ``model`` is not a ``pymc.Model`` with the variables of :func:`build_model`.
+        When ``model`` is not a ``pymc.Model`` declared by :func:`build_model`.
     """
-    names = getattr(model, "named_vars", None)
-    needed = ("Phi", "alpha", "t")
-    if not isinstance(model, pm.Model) or any(name not in names for name in needed):
-        missing = [] if names is None else [name for name in needed if name not in names]
+    record = declared(model)
+    if record is None:
         raise TypeError(
-            f"expected a pymc.Model returned by bayes_rvm.build_model, got "
-            f"{type(model).__name__}"
-            + (f" without the variables {missing}" if missing and names is not None else "")
-            + "; for a model of your own built with bayes_rvm.rvm_weights, sample it with "
-            "pm.sample and use bayes_rvm.predict / bayes_rvm.compare on the DataTree"
+            f"expected a pymc.Model returned by bayes_rvm.build_model (or "
+            f"model_from_estimator), got {_describe(model)}. For a model of your own (built "
+            "with bayes_rvm.rvm_weights), sample it with pm.sample(model=model) and predict "
+            "with bayes_rvm.predict(tree, model=model), which uses the model's own likelihood"
         )
-    t = model["t"]
-    likelihood = None if t.owner is None else _likelihood_of(t.owner.op)
-    if likelihood is None or t not in model.observed_RVs:
+    names = model.named_vars
+    t = names.get("t")
+    likelihood = None if t is None or t.owner is None else _likelihood_of(t.owner.op)
+    if likelihood != record.likelihood or t not in model.observed_RVs:
         raise TypeError(
-            "expected a pymc.Model returned by bayes_rvm.build_model, whose 't' is an "
-            f"observed variable with one of the likelihoods {LIKELIHOODS}"
+            f"expected the observed 't' that build_model declared (likelihood "
+            f"{record.likelihood!r}); this copy of the model has "
+            f"{'no observed t' if t not in model.observed_RVs else repr(likelihood)}: "
+            "sample it with pm.sample and predict with bayes_rvm.predict(tree, model=model)"
         )
+    names = model.named_vars
     if type(t.owner.op).__name__ == _COLLAPSED_CLASS:
         parameterization = "collapsed"
     elif "z" in names:
@@ -245,8 +265,7 @@ def model_spec(model: pm.Model) -> ModelSpec:
         else:
             value = _constant(beta)
             noise_var = None if value is None else 1.0 / float(value)
-    design = find_design(np.asarray(model["Phi"].get_value()))
-    return ModelSpec(likelihood, parameterization, a, b, c, d, noise_var, design)
+    return ModelSpec(likelihood, parameterization, a, b, c, d, noise_var, record.design)
 
 
 # ---------------------------------------------------------------------------------------
@@ -289,12 +308,12 @@ def _weight_prior(a, b):
     return a, b
 
 
-def _declare_alpha(a, b, dims):
+def _declare_alpha(a, b, dims, prefix: str = ""):
     """``alpha ~ Gamma(a, b)`` and the deterministic ``log_alpha`` over ``dims``."""
     a, b = _weight_prior(a, b)
     # Tipping (2001) eq. 6 with the Gamma hyperprior of eq. 35 (sampled on the log scale)
-    alpha = pm.Gamma("alpha", alpha=a, beta=b, dims=dims)
-    pm.Deterministic("log_alpha", pt.log(alpha), dims=dims)
+    alpha = pm.Gamma(f"{prefix}alpha", alpha=a, beta=b, dims=dims)
+    pm.Deterministic(f"{prefix}log_alpha", pt.log(alpha), dims=dims)
     return alpha
 
 
@@ -302,7 +321,40 @@ def _dims_tuple(dims) -> tuple[str, ...]:
     return (dims,) if isinstance(dims, str) else tuple(dims)
 
 
-def rvm_weights(Phi, a, b, *, parameterization: str = "noncentred", dims="basis"):
+def _check_block_design(Phi, model: pm.Model, dims: tuple[str, ...]) -> None:
+    """``Phi`` must be a matrix with one column per label of ``dims[0]`` (made if missing)."""
+    Phi_tensor = Phi if isinstance(Phi, Variable) else pt.as_tensor(check_design(Phi))
+    if Phi_tensor.ndim != 2:
+        raise ValueError(
+            f"expected Phi with 2 dimensions (rows, basis functions), got {Phi_tensor.ndim}"
+        )
+    n_basis = int(Phi_tensor.shape[1].eval())
+    if dims[0] in model.dim_lengths:
+        known = int(model.dim_lengths[dims[0]].eval())
+        if known != n_basis:
+            raise ValueError(
+                f"the model's coordinate {dims[0]!r} has {known} labels but Phi has {n_basis} "
+                "columns (one per basis function): give the block a dims name of its own"
+            )
+    else:
+        model.add_coord(dims[0], np.arange(n_basis))
+
+
+def _check_prior_shape(value, name: str, shape: tuple[int, ...], dims) -> None:
+    if isinstance(value, Variable):
+        return
+    try:
+        np.broadcast_shapes(np.shape(value), shape)
+    except ValueError:
+        raise ValueError(
+            f"expected {name} to be a number or an array of shape {shape} (dims {dims}), got "
+            f"shape {np.shape(value)}"
+        ) from None
+
+
+def rvm_weights(
+    Phi, a, b, *, parameterization: str = "noncentred", dims="basis", name: str | None = None
+):
     """Declare the RVM prior on the weights inside the current ``pm.Model``; return ``w``.
 
     ``alpha ~ Gamma(a, b)`` over ``dims`` (Tipping 2001, eq. 6 with the hyperprior of
@@ -323,7 +375,11 @@ def rvm_weights(Phi, a, b, *, parameterization: str = "noncentred", dims="basis"
         ``w = z / sqrt(alpha)``; ``"centred"`` declares ``w`` itself.
     dims : str or tuple of str
         Dims of ``alpha`` and ``w``: ``"basis"``, or e.g. ``("basis", "class")`` for one
-        weight per basis function and class.
+        weight per basis function and class. The first is the basis: its coordinate must
+        have one label per column of ``Phi`` (it is created when missing).
+    name : str, optional
+        Prefix of the block's variables (``f"{name}_alpha"``, ``f"{name}_w"``, ...), so that
+        several blocks live in one model (give each its own ``dims``); default: no prefix.
 
     Returns
     -------
@@ -350,17 +406,27 @@ def rvm_weights(Phi, a, b, *, parameterization: str = "noncentred", dims="basis"
             "'noncentred' or 'centred' (the collapsed form integrates w out and is a "
             "likelihood of build_model)"
         )
+    if name is not None and (not isinstance(name, str) or not name):
+        raise TypeError(f"name must be a non-empty string, got {name!r}")
+    prefix = "" if name is None else f"{name}_"
     model = pm.modelcontext(None)
     dims = _dims_tuple(dims)
-    if dims[0] not in model.coords:
-        model.add_coord(dims[0], np.arange(int(pt.as_tensor(Phi).shape[1].eval())))
-    alpha = _declare_alpha(a, b, dims)
+    _check_block_design(Phi, model, dims)
+    unknown = [dim for dim in dims[1:] if dim not in model.dim_lengths]
+    if unknown:
+        raise ValueError(f"dims {unknown} need coordinates in the model (pm.Model(coords=...))")
+    shape = tuple(int(model.dim_lengths[dim].eval()) for dim in dims)
+    _check_prior_shape(a, "a", shape, dims)
+    _check_prior_shape(b, "b", shape, dims)
+    if isinstance(Phi, SharedVariable):  # the design that predict's Phi_new replaces
+        setattr(Phi.tag, BLOCK_DESIGN, True)
+    alpha = _declare_alpha(a, b, dims, prefix)
     if parameterization == "centred":
         # Tipping (2001) eq. 5: p(w | alpha) = prod_i N(w_i | 0, alpha_i^-1)
-        return pm.Normal("w", mu=0.0, sigma=1.0 / pt.sqrt(alpha), dims=dims)
-    z = pm.Normal("z", mu=0.0, sigma=1.0, dims=dims)
+        return pm.Normal(f"{prefix}w", mu=0.0, sigma=1.0 / pt.sqrt(alpha), dims=dims)
+    z = pm.Normal(f"{prefix}z", mu=0.0, sigma=1.0, dims=dims)
     # Tipping (2001) eq. 5, non-centred: w_i = z_i / sqrt(alpha_i) ~ N(0, alpha_i^-1)
-    return pm.Deterministic("w", z / pt.sqrt(alpha), dims=dims)
+    return pm.Deterministic(f"{prefix}w", z / pt.sqrt(alpha), dims=dims)
 
 
 # ---------------------------------------------------------------------------------------
@@ -460,15 +526,16 @@ def _collapsed_logp(value, alpha, beta, Phi, gram):
     return Assert(_GRAM_MISMATCH)(op(value, alpha, beta, Phi, gram), matches)
 
 
-def _collapsed_random(*args, rng=None, size=None):
-    raise ValueError(
-        "the collapsed model's 't' is the marginal N(0, beta^-1 I + Phi A^-1 Phi^T) (Tipping "
-        "2001, eq. 34): its draws given (alpha, beta) ignore the observed targets, so "
-        "pm.sample_posterior_predictive would return the prior predictive of each draw, not "
-        "the posterior predictive. Use bayes_rvm.predict(tree, Phi_new=...) (draws through "
-        "w | alpha, beta, t), or build_model(..., parameterization='noncentred') for "
-        "pm.sample_prior_predictive / pm.sample_posterior_predictive."
-    )
+def _collapsed_random(alpha, beta, Phi, gram, rng=None, size=None):
+    """Draws of the marginal ``t ~ N(0, beta^-1 I + Phi A^-1 Phi^T)`` given ``(alpha, beta)``.
+
+    ``t = Phi w + e`` with ``w ~ N(0, A^-1)`` and ``e ~ N(0, beta^-1 I)`` has exactly that
+    distribution (Tipping 2001, eq. 34), without forming the ``N x N`` covariance.
+    """
+    batch = () if size is None else tuple(np.atleast_1d(size))
+    w = rng.standard_normal((*batch, alpha.shape[-1])) / np.sqrt(alpha)
+    noise = rng.standard_normal((*batch, Phi.shape[0])) / np.sqrt(beta)
+    return w @ Phi.T + noise
 
 
 def _collapsed_likelihood(Phi, alpha, beta, t) -> None:
@@ -646,7 +713,8 @@ def build_model(
         Labels for the ``"obs"`` and ``"basis"`` dimensions (default ``0..N-1``, ``0..M-1``).
     design : callable, optional
         ``X_new -> design rows`` over the model's columns, for predictions from inputs
-        (:func:`bayes_rvm.sample` and :func:`bayes_rvm.predict` with ``X_new``).
+        (:func:`bayes_rvm.sample` and :func:`bayes_rvm.predict` with ``X_new``). Held by
+        this model alone (see the module notes).
 
     Returns
     -------
@@ -669,9 +737,13 @@ def build_model(
     ``M x M`` matrix ``A + beta Phi^T Phi`` (eq. 38, 41), with ``Phi^T Phi`` the
     ``pm.Data("gram")``; the log density checks that it still matches ``Phi`` and refuses
     to evaluate after ``pm.set_data`` changed one without the other. Its draws given
-    ``(alpha, beta)`` would ignore the data, so
-    ``pm.sample_posterior_predictive`` refuses it; :func:`bayes_rvm.predict` draws the
-    predictions of every form through ``w | alpha, beta, t``.
+    ``(alpha, beta)`` are those of the marginal, ``t = Phi w + e`` with ``w ~ N(0, A^-1)``:
+    ``pm.sample_prior_predictive`` gives the prior predictive, and
+    ``pm.sample_posterior_predictive`` replicates the training targets from the marginal at
+    each posterior draw of ``(alpha, beta)`` (a check of the marginal model, as for
+    ``pm.gp.Marginal``). Predictions at new rows given the data go through
+    ``w | alpha, beta, t``: :func:`bayes_rvm.predict` (``model=model`` after ``pm.sample``),
+    which also adds the exact leave-one-out terms for ``az.loo``.
 
     Examples
     --------
@@ -695,14 +767,13 @@ def build_model(
     t, classes = _check_targets(likelihood, t, Phi.shape[0])
     c, d, noise_var, nu = _noise_options(likelihood, c, d, noise_var, nu)
     a, b = _weight_prior(a, b)
-    if design is not None:
-        if not callable(design):
-            raise TypeError(f"design must be a callable X_new -> rows, got {type(design)}")
-        register_design(Phi, design)
+    if design is not None and not callable(design):
+        raise TypeError(f"design must be a callable X_new -> rows, got {type(design)}")
 
     dims = ("basis", "class") if likelihood == "categorical" else "basis"
     with pm.Model(coords=_coords(coords, *Phi.shape, classes)) as model:
         Phi_data = pm.Data("Phi", Phi, dims=("obs", "basis"))
+        setattr(Phi_data.tag, _RECORD, _Declared(likelihood, design))
         beta = None
         if likelihood in _NOISY:
             if noise_var is not None:

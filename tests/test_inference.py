@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
 
 import arviz as az
 import numpy as np
@@ -18,7 +19,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 import bayes_rvm as br
-from bayes_rvm.inference import _exact_weights, _loo_gaussian, _numpy_rng
+from bayes_rvm.inference._draws import _exact_weights, _loo_gaussian, _numpy_rng
 from bayes_rvm.posterior import gaussian_posterior
 from bayes_rvm.solvers import Prior, Type2Result
 from bayes_rvm.variational import fit_vb, lower_bound
@@ -124,13 +125,14 @@ def test_evidence_tree_lines_up_with_the_collapsed_fit(fits):
 
 def test_derived_groups_follow_the_draws(fits, regression):
     """log_likelihood and predictions are the stated functions of every draw: log p(t_n | w,
-    beta) in weight space, the exact leave-one-out terms where w is integrated out."""
+    beta) in weight space (the evidence fit included), the exact leave-one-out terms where w
+    is integrated out."""
     Phi, t, Phi_new, _ = regression
     for name, tree in fits.items():
         w = tree["posterior"]["w"].values
         beta = tree["posterior"]["beta"].values
         loglik = tree["log_likelihood"]["t"].values
-        if name in ("noncentred", "vb"):
+        if name in ("noncentred", "vb", "evidence"):
             expected = stats.norm.logpdf(t, w @ Phi.T, 1.0 / np.sqrt(beta)[..., None])
             np.testing.assert_allclose(loglik, expected, rtol=1e-12, atol=1e-14)
         else:
@@ -180,12 +182,58 @@ def test_loo_of_every_fit(fits):
     rows = table.predictive
     assert rows.loc["collapsed", "elpd_loo"] == pytest.approx(loo.elpd)
     assert rows.loc["collapsed", "loo"].startswith("PSIS-LOO")
-    evidence = fits["evidence"]["log_likelihood"]["t"].values[0, 0]
-    assert rows.loc["evidence", "elpd_loo"] == pytest.approx(evidence.sum(), rel=1e-12)
+    tree = fits["evidence"]
+    alpha = tree["posterior"]["alpha"].values[0, 0]
+    beta = float(tree["posterior"]["beta"].values[0, 0])
+    Phi, t = tree["constant_data"]["Phi"].values, tree["observed_data"]["t"].values
+    exact = _brute_force_loo(Phi, t, alpha, beta).sum()
+    assert rows.loc["evidence", "elpd_loo"] == pytest.approx(exact, rel=1e-10)
     assert "conditional on the type-II" in rows.loc["evidence", "loo"]
     # the same data, so the elpd of every fit is close; the evidence fit's is the highest
     # in expectation (the hyperparameters were fitted to all the data)
     assert np.ptp(rows["elpd_loo"]) < 3.0
+
+
+def test_arviz_loo_and_compare_on_the_evidence_tree(fits):
+    """az.loo failed inside ArviZ ("All tail values are the same") on the evidence tree; its
+    PSIS-LOO now estimates the exact leave-one-out sum given the type-II alpha, beta."""
+    tree = fits["evidence"]
+    loo = az.loo(tree)
+    exact = br.compare({"evidence": tree}, np.zeros(6)).predictive.loc["evidence", "elpd_loo"]
+    assert loo.elpd == pytest.approx(exact, abs=max(0.5, 2 * float(loo.se) / 10))
+    assert float(np.max(loo.pareto_k)) < 0.7
+    assert "type-II" in tree["log_likelihood"].attrs["pointwise"]
+    table = az.compare({"evidence": tree, "collapsed": fits["collapsed"]})
+    assert set(table.index) == {"evidence", "collapsed"}
+
+
+@pytest.mark.filterwarnings("ignore:Estimated shape parameter of Pareto:UserWarning")
+def test_predict_after_plain_pm_sample(models, regression):
+    """pm.sample of the collapsed model holds no w (predict raised KeyError 'w'): predict
+    with the model draws w exactly and adds the exact leave-one-out terms for az.loo."""
+    Phi, t, Phi_new, _ = regression
+    model = models["collapsed"]
+    tree = pm.sample(
+        draws=100,
+        tune=200,
+        chains=2,
+        cores=1,
+        random_seed=5,
+        model=model,
+        nuts_sampler="pymc",
+        **QUIET,
+    )
+    with pytest.raises(ValueError, match=r"pass model=model"):
+        br.predict(tree, Phi_new=Phi_new)
+    out = br.predict(tree, Phi_new=Phi_new, model=model, random_seed=0)
+    assert out["posterior"]["w"].shape == (2, 100, 4)
+    assert out["predictions"]["f"].shape == (2, 100, 6)
+    alpha = out["posterior"]["alpha"].values[1, 7]
+    beta = float(out["posterior"]["beta"].values[1, 7])
+    np.testing.assert_allclose(
+        out["log_likelihood"]["t"].values[1, 7], _brute_force_loo(Phi, t, alpha, beta), rtol=1e-9
+    )
+    assert az.loo(out).n_data_points == t.size
 
 
 def test_log_likelihood_matches_pymc(fits):
@@ -448,7 +496,7 @@ def test_predict_from_any_fit(fits, regression):
     w_old = fits["collapsed"]["posterior"]["w"].values.reshape(-1, 4)
     se = np.hypot(w_new.std(axis=0), w_old.std(axis=0)) / np.sqrt(w_new.shape[0])
     assert np.all(np.abs(w_new.mean(axis=0) - w_old.mean(axis=0)) < 4.5 * se)
-    with pytest.raises(ValueError, match="X_new needs a model that knows its basis"):
+    with pytest.raises(ValueError, match="X_new needs a model that holds the map"):
         br.predict(fits["vb"], X_new=Phi_new)
     with pytest.raises(ValueError, match="with 4 columns"):
         br.predict(fits["vb"], Phi_new=Phi_new[:, :2])
@@ -457,18 +505,21 @@ def test_predict_from_any_fit(fits, regression):
 def test_compare_a_users_own_model(regression):
     """pm.sample of a model built with the block (hierarchical prior on the weight scale)."""
     Phi, t, Phi_new, t_new = regression
-    with pm.Model(coords={"basis": np.arange(4), "obs": np.arange(40)}):
+    with pm.Model(coords={"basis": np.arange(4), "obs": np.arange(40)}) as own:
         Phi_data = pm.Data("Phi", Phi, dims=("obs", "basis"))
         scale = pm.HalfNormal("scale", 2.0)
         w = br.rvm_weights(Phi_data, 2.0, 2.0 * scale**2)
         beta = pm.Gamma("beta", alpha=3.0, beta=np.float64(0.3))
         pm.Normal("t", mu=Phi_data @ w, sigma=1 / pm.math.sqrt(beta), observed=t, dims="obs")
         tree = pm.sample(200, tune=200, chains=1, random_seed=4, **QUIET)
-    table = br.compare({"own": tree}, t_new, Phi_test=Phi_new, random_seed=1)
+    with pytest.raises(ValueError, match=r"pass model=model"):
+        br.compare({"own": tree}, t_new, Phi_test=Phi_new, random_seed=1)
+    table = br.compare({"own": (tree, own)}, t_new, Phi_test=Phi_new, random_seed=1)
     assert table.predictive.loc["own", "rmse"] < 0.6
     assert table.diagnostics.loc["own", "kind"] == "mcmc"
     basis = table.basis.set_index("basis")
-    assert basis.loc[0, "p_relevant"] == 1.0 and basis.loc[0, "shrinkage"] > 0.9
+    assert abs(basis.loc[0, "w_mean"] - 1.5) < 3 * basis.loc[0, "w_sd"]
+    assert np.isnan(basis.loc[0, "shrinkage"])  # the likelihood is the model's own
 
 
 def test_compare_accepts_string_labels():
@@ -481,6 +532,7 @@ def test_compare_accepts_string_labels():
         dims={"w": ["basis", "class"], "alpha": ["basis", "class"], "Phi": ["obs", "basis"]},
         coords={"class": ["dog", "cat", "eel"]},  # not sorted
     )
+    tree.attrs.update(fit="mcmc", likelihood="categorical")  # as the package's fits say
     labels = np.array(["cat", "eel", "dog", "cat", "cat"])
     row = br.compare({"softmax": tree}, labels, Phi_test=Phi_test).predictive.loc["softmax"]
     logits = np.einsum("nm,sdmk->sdnk", Phi_test, w)[0]
@@ -496,7 +548,9 @@ def test_advi_warns_when_it_has_not_converged(models):
     """Started away from the posterior with a small learning rate, 1000 steps leave the loss
     falling (by about 140 +- 17 over the last 400 for seeds 0-3): a warning says so."""
     start = {"alpha_log__": np.full(4, 6.0), "beta_log__": 0.0}
-    with pytest.warns(UserWarning, match=r"has not converged after n=1000 steps.*method='vb'"):
+    with pytest.warns(
+        UserWarning, match=r"has not converged after 1000 of n=1000 steps.*method='vb'"
+    ):
         br.fit_vi(
             models["collapsed"],
             n=1000,
@@ -506,6 +560,38 @@ def test_advi_warns_when_it_has_not_converged(models):
             obj_optimizer=pm.adam(learning_rate=0.002),
             progressbar=False,
         )
+
+
+def test_interrupted_runs_say_they_are_partial(models):
+    """A KeyboardInterrupt (PyMC's documented way: raised in a callback) used to return a
+    complete-looking tree (10 of 200 draws, 299 of 5,000 steps) with no warning."""
+    calls = []
+
+    def interrupt(trace, draw):
+        calls.append(draw)
+        if len(calls) == 320:  # the 20th draw after tuning of the first chain
+            raise KeyboardInterrupt
+
+    with pytest.warns(UserWarning, match=r"interrupted.*partial = 1"):
+        tree = br.sample(models["collapsed"], callback=interrupt, **QUIET, **SAMPLE)
+    assert tree.attrs["partial"] == 1
+    assert tree["posterior"].sizes["chain"] * tree["posterior"].sizes["draw"] < 400
+
+    def stop(approx, loss, i):
+        if i == 300:
+            raise KeyboardInterrupt
+
+    with pytest.warns(UserWarning, match="interrupted") as record:
+        tree = br.fit_vi(
+            models["collapsed"],
+            n=5000,
+            draws=10,
+            random_seed=1,
+            callbacks=[stop],
+            progressbar=False,
+        )
+    assert tree.attrs["partial"] == 1 and tree["sample_stats"].sizes["iteration"] < 5000
+    assert any(re.search(r"\d+ of n=5000 optimisation steps", str(w.message)) for w in record)
 
 
 def test_relevance_plots(fits, tmp_path):

@@ -221,7 +221,9 @@ def test_option_errors(problem):
         model_spec(pm.Model())
     with pm.Model(coords={"basis": range(6)}) as own:
         rvm_weights(Phi, 2.0, 1.0)
-    with pytest.raises(TypeError, match=r"without the variables \['Phi', 't'\]"):
+    with pytest.raises(
+        TypeError, match=r"did not declare.*bayes_rvm\.predict\(tree, model=model\)"
+    ):
         model_spec(own)
 
 
@@ -262,17 +264,24 @@ def test_collapsed_model_refuses_a_stale_gram(problem):
 
 
 @pytest.mark.filterwarnings("ignore:Numba will use object mode:UserWarning")
-def test_collapsed_posterior_predictive_is_refused(problem):
-    """Draws of the marginal t ignore the data: refused with a pointer to predict."""
+def test_collapsed_model_with_pymc_tools(problem):
+    """The model graph (pm.model_to_mermaid: the shape inference of pm.model_to_graphviz,
+    without the graphviz package) and sample_prior_predictive work on the collapsed model
+    (both were refused), and the marginal draws given (alpha, beta) have the covariance
+    C = I / beta + Phi A^-1 Phi^T of Tipping (2001) eq. 34."""
     Phi, t = problem
     model = build_model(Phi, t, **PRIOR)
-    posterior = az.from_dict(
-        {"posterior": {"alpha": np.ones((1, 5, 6)), "beta": np.full((1, 5), 4.0)}},
-        dims={"alpha": ["basis"]},
-        coords={"basis": np.arange(6)},
-    )
-    with pytest.raises(ValueError, match=r"bayes_rvm\.predict"):
-        pm.sample_posterior_predictive(posterior, model=model, progressbar=False)
+    graph = pm.model_to_mermaid(model)
+    assert "alpha" in graph and "RVMCollapsedGaussian" in graph
+    alpha, beta = np.array([1.0, 4.0, 0.5, 2.0, 8.0, 1.0]), 4.0
+    fixed = pm.do(model, {"alpha": alpha, "beta": beta})
+    draws = pm.sample_prior_predictive(draws=4000, model=fixed, random_seed=1)
+    t_draws = draws["prior_predictive"]["t"].values.reshape(4000, -1)
+    C = np.eye(Phi.shape[0]) / beta + (Phi / alpha) @ Phi.T
+    # Monte Carlo: sd of a sample covariance entry is about sqrt((C_ij^2 + C_ii C_jj) / S)
+    tolerance = 5 * np.sqrt((C**2 + np.outer(np.diag(C), np.diag(C))) / 4000)
+    assert np.all(np.abs(np.cov(t_draws.T) - C) < tolerance)
+    assert np.all(np.abs(t_draws.mean(axis=0)) < 5 * np.sqrt(np.diag(C) / 4000))
 
 
 @pytest.mark.parametrize("parameterization", ["collapsed", "noncentred", "centred"])
