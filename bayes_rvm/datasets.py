@@ -89,6 +89,8 @@ def _rng(random_state) -> np.random.Generator:
             "random_state must be None, an int, a SeedSequence or a numpy Generator; "
             f"got {type(random_state).__name__}"
         )
+    if isinstance(random_state, numbers.Integral) and random_state < 0:
+        raise ValueError(f"random_state must be a non-negative int, got {random_state}")
     return np.random.default_rng(random_state)
 
 

@@ -95,6 +95,7 @@ def test_sinc_deterministic():
         ({"x_range": 3}, TypeError, "x_range"),
         ({"random_state": "seed"}, TypeError, "random_state"),
         ({"random_state": True}, TypeError, "random_state"),
+        ({"random_state": -1}, ValueError, "random_state must be a non-negative int"),
     ],
 )
 def test_sinc_bad_arguments(kwargs, error, match):

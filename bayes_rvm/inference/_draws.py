@@ -57,6 +57,12 @@ def _loo_gaussian(Phi, t, mu, L, beta) -> np.ndarray:
     """
     mean, weight_var = gaussian_predictive(Phi, mu, L, None)  # Phi mu, phi_n^T Sigma phi_n
     g = beta - beta**2 * weight_var
+    if np.any(g <= 0.0):  # g_n = 1 / var(t_n | t_-n) > 0 on the design the fit was made on
+        raise ValueError(
+            "the leave-one-out terms need the design rows of the training inputs: "
+            f"{int(np.sum(g <= 0.0))} of {g.size} rows give a non-positive leave-one-out "
+            "precision, so Phi (or X) is not the one the fit was made on"
+        )
     c = beta * (t - mean)
     return 0.5 * (np.log(g) - LOG_2PI - c**2 / g)
 

@@ -182,10 +182,11 @@ def to_inference_data(
     Gaussian posterior ``N(mu, Sigma)`` (eq. 12-13; the Laplace approximation in
     classification, with no ``beta``). The draws are independent, not Markov chains: the
     attribute ``sampling_diagnostics`` says so, and :func:`compare` reports r_hat and ESS
-    as "n/a". In regression ``log_likelihood`` holds the exact leave-one-out conditionals
-    ``log p(t_n | t_-n)`` at the type-II estimates: ``az.loo`` of this tree is conditional on
-    hyperparameters that were fitted on all the data, so it is optimistic next to the LOO of
-    a full-Bayes fit.
+    as "n/a". ``log_likelihood`` holds ``log p(t_n | w, beta)`` at each draw of ``w``:
+    ``az.loo`` and ``az.compare`` of this tree estimate the leave-one-out predictive given the
+    type-II ``alpha`` and ``beta``, which were fitted on all the data, so they are optimistic
+    next to the LOO of a full-Bayes fit; :func:`compare` reports the exact leave-one-out
+    conditionals ``log p(t_n | t_-n)`` of the Gaussian marginal in closed form.
 
     Parameters
     ----------
