@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
+from scipy import optimize
 
 from bayes_rvm import RVC, RVR, fit_type2, fit_type2_scales
 from bayes_rvm.basis import KernelBasis
@@ -265,3 +268,42 @@ def test_rvc_scales_never_lower_the_evidence_and_widen_the_irrelevant_input():
     assert model.scales_[1] < model.scales_[0]
     assert set(model.extra_coef_) == {"x1", "x2"}
     assert np.mean(model.predict(X) == y) > 0.8
+
+
+def _profile_log_evidence(X, t, log_eta: np.ndarray) -> float:
+    """Eq. 36 at the type-II optimum (alpha, beta) for the scales ``exp(log_eta)``, found
+    by MacKay's re-estimation (eq. 44, 46): a route independent of the scale search."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a trial scale may interpolate or stop early
+        fit = fit_type2(KernelBasis(X, RBF(np.exp(log_eta))), t, solver="mackay", tol=1e-4)
+    return fit.log_evidence
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="the scale search stops at a lower mode: learned scales 0.121 / 0.070 with log "
+    "evidence 39.8, against 46.3 at 0.091 / 0.0018 found by the direct maximisation",
+    strict=True,
+)
+def test_learned_scales_reach_the_best_profile_evidence():
+    """The toy of Tipping (2001) Sec. 4.3 (100 points): the learned scales' log evidence is
+    within 1 nat of the best that a direct maximisation of the profile evidence over
+    ``log eta`` (Nelder-Mead from five starts) reaches. The profile evidence is multimodal
+    in the scales; its highest mode found has x2 (which enters linearly) on a broad
+    kernel, a scale far below that of x1. The profile evidence at the learned scales is at
+    least the larger of MacKay's optimum there and the model's own (both are eq. 36 at
+    some alpha, beta)."""
+    X, t = _sinc_plus_linear(100, seed=0)
+    model = RVR(gamma=0.1, optimize_scales=True).fit(X, t)
+    best = -np.inf
+    for start in [(0.1, 0.1), (0.03, 0.03), (0.3, 0.3), (0.3, 0.003), (1.0, 0.01)]:
+        search = optimize.minimize(
+            lambda z: -_profile_log_evidence(X, t, z),
+            np.log(start),
+            method="Nelder-Mead",
+            options={"xatol": 1e-3, "fatol": 1e-4, "maxfev": 300},
+        )
+        best = max(best, -search.fun)
+    learned = _profile_log_evidence(X, t, np.log(model.scales_))
+    assert max(learned, model.log_evidence_) >= best - 1.0
+    assert model.scales_[0] > 3.0 * model.scales_[1]
