@@ -386,7 +386,7 @@ def _repeated_rows_agree(X, y, centres, kernel, copies):
 @pytest.mark.xfail(
     reason="two optima today: the held basis with weights 8 reaches -11291.46 (241 columns), "
     "the reduced design of the repeated rows -11328.44 (233 columns), both converged",
-    strict=False,
+    strict=True,
 )
 def test_reduced_design_agrees_with_the_held_basis():
     """Friedman #1, 1000 rows, 300 RBF centres (2.4 MB: held as it is) with every row
@@ -400,7 +400,7 @@ def test_reduced_design_agrees_with_the_held_basis():
 @pytest.mark.xfail(
     reason="the working-set fit of the repeated rows stops at its own tolerance 0.0086 with "
     "12 columns gaining more than tol (largest 0.0076 nats)",
-    strict=False,
+    strict=True,
 )
 def test_working_set_design_agrees_with_the_held_basis():
     """Friedman #1, 1000 rows, 1100 narrow RBF centres (8.8 MB: held as it is) with every
