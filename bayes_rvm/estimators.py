@@ -740,11 +740,11 @@ or callable, default="rbf"
         probit approximation ``sigmoid(kappa(s^2) phi(x)^T w*)`` with
         ``kappa(s^2) = (1 + pi s^2 / 8)^(-1/2)`` and ``s^2 = phi(x)^T Sigma phi(x)``
         (Bishop 2006, eq. 4.153-4.155); it pulls probabilities towards 1/2 far from the
-        relevance vectors. For the softmax the same approximation is applied to each
-        difference of two latent outputs, with the variance of that difference, so that
-        uncertainty common to every output (which the softmax ignores) does not flatten
-        the probabilities (see :func:`bayes_rvm.laplace.log_class_proba`). One-vs-rest
-        moderates each of its classifiers. Predicted labels of binary problems are the
+        relevance vectors. For the softmax, the average of the softmax over the Gaussian of
+        the ``K`` latent outputs with their full covariance, by deterministic quasi-Monte
+        Carlo (within Monte Carlo error of averaging over draws of the weights; see
+        :func:`bayes_rvm.laplace.log_class_proba`). One-vs-rest moderates each of its
+        classifiers. Predicted labels of binary problems are the
         same either way.
     max_iter : int, optional
     tol : float, default=1e-6
