@@ -187,15 +187,25 @@ class _BaseRVM(BaseEstimator):
         vars(self).update({k: v for k, v in vars(fitted).items() if _is_fitted_attribute(k)})
         return self
 
-    def _resolve_gamma(self, X: np.ndarray):
+    def _resolve_gamma(self, X: np.ndarray, sample_weight: np.ndarray | None = None):
+        """The kernel's gamma; "scale" is ``1 / (n_features X.var())`` with the variance over
+        the rows counted with their sample weights (a weight of 2 as the row repeated, 0 as
+        the row left out)."""
         if isinstance(self.kernel, str) and self.kernel not in _SCALED_KERNELS:
             return 1.0  # the kernel has no gamma
         if isinstance(self.gamma, str) and self.gamma == "scale":
+            if sample_weight is not None:
+                X, sample_weight = X[sample_weight > 0], sample_weight[sample_weight > 0]
             # X.var() computed on X / max|X| so that it cannot overflow
             largest = float(np.max(np.abs(X)))
             if largest == 0:
                 return 1.0
-            spread = float((X / largest).var())
+            Z = X / largest
+            if sample_weight is None:
+                spread = float(Z.var())
+            else:  # the variance of the entries, each row counted w_n times
+                centre = np.average(Z.mean(axis=1), weights=sample_weight)
+                spread = float(np.average(((Z - centre) ** 2).mean(axis=1), weights=sample_weight))
             with np.errstate(over="ignore", divide="ignore"):
                 gamma = 1.0 / (X.shape[1] * spread) / largest / largest if spread > 0 else 1.0
             if not (np.isfinite(gamma) and gamma > 0):
@@ -233,8 +243,9 @@ class _BaseRVM(BaseEstimator):
                 f"{type(self).__name__} needs at least 2 samples; got {X.shape[0]} sample"
             )
 
-    def _build_basis(self, X: np.ndarray) -> KernelBasis:
-        """The training design matrix from the constructor options (read at fit only)."""
+    def _build_basis(self, X: np.ndarray, sample_weight=None) -> KernelBasis:
+        """The training design matrix from the constructor options (read at fit only), with
+        the rows' ``sample_weight`` (or ``None``) where ``gamma="scale"`` is resolved."""
         if isinstance(self.kernel, str) and self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(
@@ -252,7 +263,8 @@ class _BaseRVM(BaseEstimator):
                     "matrix are the basis functions"
                 )
             return PrecomputedBasis(X, bias=self.bias)
-        kernel = get_kernel(self.kernel, self._resolve_gamma(X), self.degree, self.coef0)
+        gamma = self._resolve_gamma(X, sample_weight)
+        kernel = get_kernel(self.kernel, gamma, self.degree, self.coef0)
         centres = choose_centres(X, self.centres, self.random_state)
         if centres is not None and self.optimize_scales:
             raise ValueError(
@@ -285,7 +297,7 @@ class _BaseRVM(BaseEstimator):
         """The solver's fit, with the input scales learned when ``optimize_scales``; stores
         the fitted attributes. ``basis``: the basis :meth:`_build_basis` would build,
         already built (shared by the classifiers of one-vs-rest)."""
-        basis = self._build_basis(X) if basis is None else basis
+        basis = self._build_basis(X, sample_weight) if basis is None else basis
         options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
             options.update(c=self.c, d=self.d, noise_var=self.noise_var)
@@ -975,7 +987,7 @@ or callable, default="rbf"
         to the workers as a memory map)."""
         K = self.classes_.size
         template = self._binary(centres)
-        basis = template._build_basis(X)
+        basis = template._build_basis(X, sample_weight)
         if (
             type(basis) is KernelBasis
             and not self.optimize_scales
