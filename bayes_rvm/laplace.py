@@ -52,12 +52,11 @@ __all__ = [
 #: units of rounding of the objective.
 FLAT = 8.0 * float(np.finfo(np.float64).eps)
 
-#: Largest number of softmax weights ``M K`` (basis functions times classes) that
-#: :func:`bayes_rvm.fit_type2` accepts: every Newton step factors the dense ``MK x MK``
-#: Hessian (50 MB at this size). Measured by ``benchmarks/bench_many_classes.py`` on 100
-#: points: 20 classes (``MK = 2020``) take 137 s, 50 classes (``MK = 5050``) took 319 s
-#: and 987 MB; one-vs-rest fits 50 classes in 2.7 s. Larger problems raise ``ValueError``
-#: pointing to one-vs-rest.
+#: Largest number of softmax weights ``M K`` (active basis functions times classes) of one
+#: dense ``MK x MK`` Hessian (50 MB): the MacKay and EM solvers fit a softmax over a larger
+#: basis on a working set of at most ``MAX_SOFTMAX_WEIGHTS // K`` columns, grown from the
+#: empty model by the columns that raise the evidence most
+#: (:class:`bayes_rvm.solvers._reestimation.LaplaceStep`).
 MAX_SOFTMAX_WEIGHTS = 2500
 
 

@@ -205,6 +205,10 @@ class GaussianStep:
         """Regression prunes by the solver's rules alone."""
         return np.zeros(alpha.shape, dtype=bool)
 
+    def grow(self, active, state: State, tol: float) -> np.ndarray:
+        """Regression starts from the whole basis: nothing to add."""
+        return active[:0]
+
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
         # App. B.1: would re-adding a pruned column raise the evidence?
         inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
@@ -230,12 +234,39 @@ class LaplaceStep:
         self.Phi, self.link, self.prior = Phi, link, prior
         self.likelihood = link.name
         self.K = link.n_outputs
+        n_basis = Phi.shape[1]
+        # softmax: columns whose M K x M K Hessian one Newton step may factor
+        limit = max(1, laplace.MAX_SOFTMAX_WEIGHTS // self.K)
+        self.capacity = n_basis if self.K == 1 else min(n_basis, limit)
 
     def initial_alpha(self) -> np.ndarray:
         # prior variance of each latent function equal to 1 on average over the (weighted) rows
         n, n_basis = self.Phi.shape
         weights = self.link.weights
         return initial_alpha(weighted_sq_norms(self.Phi, weights), np.ones(n), n_basis, weights)
+
+    def start(self) -> np.ndarray:
+        """The first active columns: all of them, or (a working set, when the whole basis
+        has more softmax weights than one dense Hessian may hold) the columns whose
+        addition to the empty model raises the evidence most."""
+        if self.capacity == self.Phi.shape[1]:
+            return np.arange(self.capacity)
+        empty = np.arange(0)
+        return self.grow(empty, self.state(empty, np.zeros(0), None, None), 0.0)
+
+    def grow(self, active, state: State, tol: float) -> np.ndarray:
+        """Working set (softmax over a large basis): inactive columns to add, at most
+        ``capacity // 16`` at a time and ``capacity`` in all, those whose addition raises the
+        evidence by more than ``tol`` (Tipping & Faul 2003, eq. 27 with the K weights
+        sharing alpha), best first. Empty when the whole basis is active from the start."""
+        n_basis = self.Phi.shape[1]
+        room = min(self.capacity - active.size, max(1, self.capacity // 16))
+        if self.capacity == n_basis or room <= 0:
+            return active[:0]
+        inactive = np.setdiff1d(np.arange(n_basis), active)
+        gain = self.readd_gain(active, state, None)
+        best = np.argsort(-gain, kind="stable")[:room]
+        return np.sort(inactive[best[gain[best] > tol]])
 
     def state(self, active, alpha, beta, warm) -> State:
         mode = laplace.posterior_mode(self.Phi[:, active], self.link, alpha, warm)
@@ -263,8 +294,20 @@ class LaplaceStep:
 
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
         inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
-        Phi_in, Phi_act = self.Phi[:, inactive], self.Phi[:, active]
+        Phi_act = self.Phi[:, active]
         W, residual = self.link.irls(Phi_act @ state.mu)
+        # blocks of inactive columns: the cross products are (block K) x (M K)
+        block = max(1, _READD_BLOCK // max(1, self.K * self.K * active.size))
+        return np.concatenate(
+            [
+                self._gain(self.Phi[:, inactive[i : i + block]], Phi_act, W, residual, state)
+                for i in range(0, inactive.size, block)
+            ]
+            or [np.zeros(0)]
+        )
+
+    def _gain(self, Phi_in, Phi_act, W, residual, state: State) -> np.ndarray:
+        """Evidence gain of adding each column of ``Phi_in`` to the active ``Phi_act``."""
         cross = laplace.weighted_cross(Phi_in, W, Phi_act)
         # phi_m^T B phi_m (K x K blocks)
         own = np.einsum("nm,nkj->mkj", Phi_in**2, W)
@@ -275,14 +318,18 @@ class LaplaceStep:
             weighted_t = Q + cross @ state.mu
             S, Q = sparsity_quality(cross, own[:, 0, 0], weighted_t, state.L, state.mu)
             return column_gain(S, Q, np.full(S.shape, np.inf))[0]
-        n_in, K = inactive.size, self.K
+        n_in, n_act, K = Phi_in.shape[1], Phi_act.shape[1], self.K
         Z = np.zeros((0, n_in, K))
-        if active.size:
-            Z = _linalg.solve_lower(state.L, cross.T).reshape(active.size * K, n_in, K)
+        if n_act:
+            Z = _linalg.solve_lower(state.L, cross.T).reshape(n_act * K, n_in, K)
         # Tipping & Faul (2003) eq. 24, K x K: phi^T B phi - phi^T B Phi Sigma Phi^T B phi
         S = own - np.einsum("imk,iml->mkl", Z, Z)
         return delta_add_shared(S, Q)
 
+
+#: Floats of the cross products (inactive x active weights) held at once by
+#: :meth:`LaplaceStep.readd_gain`: about 64 MB.
+_READD_BLOCK = 2**23
 
 #: Classification: a weight is deleted once its alpha exceeds this (Tipping 2001, App. B.1).
 ALPHA_MAX = 1e12
@@ -365,8 +412,9 @@ def reestimate(
         step = LaplaceStep(basis.toarray(), link, prior)
         learn_noise, beta, beta_max = False, None, np.inf
     n_basis = basis.n_columns
-    active = np.arange(n_basis)
-    alpha = step.initial_alpha()
+    start_alpha = step.initial_alpha()
+    active = np.arange(n_basis) if link is None else step.start()
+    alpha = start_alpha[active]
 
     path: list[float] = []
     converged = stalled = False
@@ -393,8 +441,18 @@ def reestimate(
             drop = rules.prune(state, alpha, prior) | ~np.isfinite(alpha_new) | (alpha_new <= 0)
             drop |= step.prune(state, alpha, alpha_new)
         if not drop.any() and gradient < tol:
-            converged = True
-            break
+            # a working set (softmax over a large basis) grows while columns outside it
+            # would raise the evidence: then the re-estimation goes on
+            grown = step.grow(active, state, tol)
+            if grown.size == 0:
+                converged = True
+                break
+            order = np.argsort(np.concatenate([active, grown]))
+            active = np.concatenate([active, grown])[order]
+            alpha = np.concatenate([alpha, start_alpha[grown]])[order]
+            warm = np.concatenate([state.mu, np.zeros((grown.size, *state.mu.shape[1:]))])
+            state = step.state(active, alpha, beta, warm[order])
+            continue
         if learn_noise:
             beta = 1.0 / max(rules.noise_var(state, state.noise_precision, n, prior), floor)
         if drop.any():
