@@ -7,11 +7,12 @@ import pytest
 from scipy.linalg import solve_triangular
 from scipy.special import expit, softmax
 from sklearn.datasets import load_wine, make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from bayes_rvm import RVC, RVR, datasets, fit_type2
+from bayes_rvm import RVC, RVR, datasets, fit_type2, laplace
 from bayes_rvm.basis import KernelBasis, as_basis
 from bayes_rvm.evidence import Prior, delta_add
 from bayes_rvm.kernels import RBF
@@ -459,3 +460,43 @@ def test_everything_pruned_predicts_one_half():
     mean, var = fit.predict(np.zeros((4, 0)))
     np.testing.assert_array_equal(mean, 0.0)
     np.testing.assert_array_equal(var, 0.0)
+
+
+def test_softmax_working_set_reaches_the_whole_basis_optimum(monkeypatch):
+    """A softmax over more weights than one dense Hessian may hold runs on a working set
+    grown from the empty model by the columns that raise the evidence most. With the limit
+    lowered to 18 weights (6 of 7 columns, 3 classes) on a problem with one optimum, it
+    reaches the whole-basis optimum: the same relevant columns, weights and Laplace
+    evidence, and no column outside would raise the evidence (the whole basis's
+    optimality certificate)."""
+    Phi, y = _linear_logistic(np.random.default_rng(7), 200, 3)
+    whole = fit_type2(Phi, y, "categorical", solver="mackay", tol=1e-7)
+    monkeypatch.setattr(laplace, "MAX_SOFTMAX_WEIGHTS", 18)
+    working = fit_type2(Phi, y, "categorical", solver="mackay", tol=1e-7)
+    np.testing.assert_array_equal(working.active, whole.active)
+    np.testing.assert_allclose(working.mu, whole.mu, rtol=1e-4, atol=1e-5)
+    assert working.log_evidence == pytest.approx(whole.log_evidence, abs=1e-6)
+    assert np.max(working.readd_gain) <= 1e-7
+
+
+def test_full_softmax_working_set_says_so(monkeypatch):
+    rng = np.random.default_rng(1)
+    X, y = _three_blobs(rng, n_per=30)
+    monkeypatch.setattr(laplace, "MAX_SOFTMAX_WEIGHTS", 6)  # two columns of 3 classes
+    with pytest.warns(ConvergenceWarning, match="softmax working set is full"):
+        fit_type2(_design(X, gamma=0.5), y, "categorical", solver="mackay", tol=1e-6)
+
+
+def test_softmax_fits_more_weights_than_one_dense_hessian_holds():
+    """837 columns x 3 classes = 2,511 weights, above MAX_SOFTMAX_WEIGHTS (refused with a
+    ValueError before the working set): a fit whose Hessian never spans the whole basis,
+    at an optimum that no column outside its active set would improve."""
+    rng = np.random.default_rng(3)
+    Phi, y = _linear_logistic(rng, 150, 3)
+    Phi = np.column_stack([Phi, rng.normal(size=(150, 830))])
+    assert Phi.shape[1] * 3 > laplace.MAX_SOFTMAX_WEIGHTS
+    fit = fit_type2(Phi, y, "categorical", solver="mackay", tol=1e-6)
+    assert fit.converged
+    assert fit.precision_chol.shape[0] <= laplace.MAX_SOFTMAX_WEIGHTS
+    assert np.max(fit.readd_gain) <= 1e-6
+    assert set(fit.active.tolist()) >= {0, 1, 2}  # the informative inputs

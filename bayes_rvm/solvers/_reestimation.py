@@ -10,10 +10,12 @@ classification. The update rules are what distinguishes the solvers; they live i
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from bayes_rvm import _linalg, laplace
 from bayes_rvm.basis import Basis, weighted_sq_norms
@@ -205,8 +207,11 @@ class GaussianStep:
         """Regression prunes by the solver's rules alone."""
         return np.zeros(alpha.shape, dtype=bool)
 
+    def start(self) -> np.ndarray:
+        """Regression starts from the whole basis, and has nothing to add (:meth:`grow`)."""
+        return np.arange(self.Phi.shape[1])
+
     def grow(self, active, state: State, tol: float) -> np.ndarray:
-        """Regression starts from the whole basis: nothing to add."""
         return active[:0]
 
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
@@ -255,17 +260,25 @@ class LaplaceStep:
         return self.grow(empty, self.state(empty, np.zeros(0), None, None), 0.0)
 
     def grow(self, active, state: State, tol: float) -> np.ndarray:
-        """Working set (softmax over a large basis): inactive columns to add, at most
-        ``capacity // 16`` at a time and ``capacity`` in all, those whose addition raises the
-        evidence by more than ``tol`` (Tipping & Faul 2003, eq. 27 with the K weights
-        sharing alpha), best first. Empty when the whole basis is active from the start."""
+        """Working set (softmax over a large basis): the inactive columns whose addition
+        raises the evidence by more than ``tol`` (Tipping & Faul 2003, eq. 27, K weights
+        sharing alpha), best first, ``capacity // 16`` at a time, ``capacity`` in all."""
         n_basis = self.Phi.shape[1]
         room = min(self.capacity - active.size, max(1, self.capacity // 16))
-        if self.capacity == n_basis or room <= 0:
+        if self.capacity == n_basis:
             return active[:0]
         inactive = np.setdiff1d(np.arange(n_basis), active)
         gain = self.readd_gain(active, state, None)
-        best = np.argsort(-gain, kind="stable")[:room]
+        if room <= 0 and np.any(gain > tol):
+            warnings.warn(
+                f"the softmax working set is full ({active.size} basis functions x {self.K} "
+                f"classes, a dense Hessian of {laplace.MAX_SOFTMAX_WEIGHTS} weights at most) "
+                f"and {int(np.sum(gain > tol))} more would raise the evidence: the result is "
+                "the optimum within it. Use one-vs-rest (RVC(multi_class='ovr'))",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        best = np.argsort(-gain, kind="stable")[: max(room, 0)]
         return np.sort(inactive[best[gain[best] > tol]])
 
     def state(self, active, alpha, beta, warm) -> State:
@@ -298,13 +311,11 @@ class LaplaceStep:
         W, residual = self.link.irls(Phi_act @ state.mu)
         # blocks of inactive columns: the cross products are (block K) x (M K)
         block = max(1, _READD_BLOCK // max(1, self.K * self.K * active.size))
-        return np.concatenate(
-            [
-                self._gain(self.Phi[:, inactive[i : i + block]], Phi_act, W, residual, state)
-                for i in range(0, inactive.size, block)
-            ]
-            or [np.zeros(0)]
-        )
+        gains = [np.zeros(0)]
+        for i in range(0, inactive.size, block):
+            columns = self.Phi[:, inactive[i : i + block]]
+            gains.append(self._gain(columns, Phi_act, W, residual, state))
+        return np.concatenate(gains)
 
     def _gain(self, Phi_in, Phi_act, W, residual, state: State) -> np.ndarray:
         """Evidence gain of adding each column of ``Phi_in`` to the active ``Phi_act``."""
@@ -327,8 +338,7 @@ class LaplaceStep:
         return delta_add_shared(S, Q)
 
 
-#: Floats of the cross products (inactive x active weights) held at once by
-#: :meth:`LaplaceStep.readd_gain`: about 64 MB.
+#: Floats of the inactive x active cross products :meth:`LaplaceStep.readd_gain` holds (64 MB).
 _READD_BLOCK = 2**23
 
 #: Classification: a weight is deleted once its alpha exceeds this (Tipping 2001, App. B.1).
@@ -413,7 +423,7 @@ def reestimate(
         learn_noise, beta, beta_max = False, None, np.inf
     n_basis = basis.n_columns
     start_alpha = step.initial_alpha()
-    active = np.arange(n_basis) if link is None else step.start()
+    active = step.start()
     alpha = start_alpha[active]
 
     path: list[float] = []
