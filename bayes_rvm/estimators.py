@@ -427,7 +427,8 @@ or callable, default="rbf"
         Basis functions ``k(x, x_i)``; need not be a Mercer kernel.
     gamma : float, array, "scale" or "auto", default="scale"
         Input scale of the RBF / Laplacian / polynomial kernels; an array gives one scale
-        per input dimension. "scale" is ``1 / (n_features X.var())``, "auto" ``1 / n_features``.
+        per input dimension. "scale" is ``1 / (n_features X.var())`` (with ``sample_weight``,
+        each row counted ``w_n`` times), "auto" ``1 / n_features``.
     degree : int, default=3
         Polynomial degree.
     coef0 : float, default=1.0
@@ -744,7 +745,10 @@ or callable, default="rbf"
         rest (the paper's strategy for USPS) and normalises their probabilities;
         ``"multinomial"`` fits one softmax model (``MK x MK`` Hessian) in which every
         basis function keeps or loses its ``K`` weights together (one shared ``alpha_i``;
-        see :mod:`bayes_rvm.laplace`). Two classes always give the binary model.
+        see :mod:`bayes_rvm.laplace`); over more than
+        :data:`~bayes_rvm.laplace.MAX_SOFTMAX_WEIGHTS` weights it runs on a working set of
+        basis functions grown by their evidence gain, with a Hessian of that size at most.
+        Two classes always give the binary model.
     moderated : bool, default=False
         Probabilities. ``False``: the sigmoid (softmax) of the latent function at the
         posterior mode, ``sigmoid(phi(x)^T w*)``. ``True``: MacKay's moderated output, the
