@@ -197,15 +197,25 @@ class _BaseRVM(BaseEstimator):
         vars(self).update({k: v for k, v in vars(fitted).items() if _is_fitted_attribute(k)})
         return self
 
-    def _resolve_gamma(self, X: np.ndarray):
+    def _resolve_gamma(self, X: np.ndarray, sample_weight: np.ndarray | None = None):
+        """The kernel's gamma; "scale" is ``1 / (n_features X.var())`` with the variance over
+        the rows counted with their sample weights (a weight of 2 as the row repeated, 0 as
+        the row left out)."""
         if isinstance(self.kernel, str) and self.kernel not in _SCALED_KERNELS:
             return 1.0  # the kernel has no gamma
         if isinstance(self.gamma, str) and self.gamma == "scale":
+            if sample_weight is not None:
+                X, sample_weight = X[sample_weight > 0], sample_weight[sample_weight > 0]
             # X.var() computed on X / max|X| so that it cannot overflow
             largest = float(np.max(np.abs(X)))
             if largest == 0:
                 return 1.0
-            spread = float((X / largest).var())
+            Z = X / largest
+            if sample_weight is None:
+                spread = float(Z.var())
+            else:  # the variance of the entries, each row counted w_n times
+                centre = np.average(Z.mean(axis=1), weights=sample_weight)
+                spread = float(np.average(((Z - centre) ** 2).mean(axis=1), weights=sample_weight))
             with np.errstate(over="ignore", divide="ignore"):
                 gamma = 1.0 / (X.shape[1] * spread) / largest / largest if spread > 0 else 1.0
             if not (np.isfinite(gamma) and gamma > 0):
@@ -251,8 +261,9 @@ class _BaseRVM(BaseEstimator):
                 f"{type(self).__name__} needs at least 2 samples; got {X.shape[0]} sample"
             )
 
-    def _build_basis(self, X: np.ndarray) -> KernelBasis:
-        """The training design matrix from the constructor options (read at fit only)."""
+    def _build_basis(self, X: np.ndarray, sample_weight=None) -> KernelBasis:
+        """The training design matrix from the constructor options (read at fit only), with
+        the rows' ``sample_weight`` (or ``None``) where ``gamma="scale"`` is resolved."""
         if isinstance(self.kernel, str) and self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(
@@ -270,7 +281,8 @@ class _BaseRVM(BaseEstimator):
                     "matrix are the basis functions"
                 )
             return PrecomputedBasis(X, bias=self.bias)
-        kernel = get_kernel(self.kernel, self._resolve_gamma(X), self.degree, self.coef0)
+        gamma = self._resolve_gamma(X, sample_weight)
+        kernel = get_kernel(self.kernel, gamma, self.degree, self.coef0)
         centres = choose_centres(X, self.centres, self.random_state)
         if centres is not None and self.optimize_scales:
             raise ValueError(
@@ -303,7 +315,7 @@ class _BaseRVM(BaseEstimator):
         """The solver's fit, with the input scales learned when ``optimize_scales``; stores
         the fitted attributes. ``basis``: the basis :meth:`_build_basis` would build,
         already built (shared by the classifiers of one-vs-rest)."""
-        basis = self._build_basis(X) if basis is None else basis
+        basis = self._build_basis(X, sample_weight) if basis is None else basis
         options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
             options.update(c=self.c, d=self.d, noise_var=self.noise_var)
@@ -433,7 +445,8 @@ or callable, default="rbf"
         Basis functions ``k(x, x_i)``; need not be a Mercer kernel.
     gamma : float, array, "scale" or "auto", default="scale"
         Input scale of the RBF / Laplacian / polynomial kernels; an array gives one scale
-        per input dimension. "scale" is ``1 / (n_features X.var())``, "auto" ``1 / n_features``.
+        per input dimension. "scale" is ``1 / (n_features X.var())`` (with ``sample_weight``,
+        each row counted ``w_n`` times), "auto" ``1 / n_features``.
     degree : int, default=3
         Polynomial degree.
     coef0 : float, default=1.0
@@ -751,7 +764,10 @@ or callable, default="rbf"
         rest (the paper's strategy for USPS) and normalises their probabilities;
         ``"multinomial"`` fits one softmax model (``MK x MK`` Hessian) in which every
         basis function keeps or loses its ``K`` weights together (one shared ``alpha_i``;
-        see :mod:`bayes_rvm.laplace`). Two classes always give the binary model.
+        see :mod:`bayes_rvm.laplace`); over more than
+        :data:`~bayes_rvm.laplace.MAX_SOFTMAX_WEIGHTS` weights it runs on a working set of
+        basis functions grown by their evidence gain, with a Hessian of that size at most.
+        Two classes always give the binary model.
     moderated : bool, default=False
         Probabilities. ``False``: the sigmoid (softmax) of the latent function at the
         posterior mode, ``sigmoid(phi(x)^T w*)``. ``True``: MacKay's moderated output, the
@@ -759,11 +775,11 @@ or callable, default="rbf"
         probit approximation ``sigmoid(kappa(s^2) phi(x)^T w*)`` with
         ``kappa(s^2) = (1 + pi s^2 / 8)^(-1/2)`` and ``s^2 = phi(x)^T Sigma phi(x)``
         (Bishop 2006, eq. 4.153-4.155); it pulls probabilities towards 1/2 far from the
-        relevance vectors. For the softmax the same approximation is applied to each
-        difference of two latent outputs, with the variance of that difference, so that
-        uncertainty common to every output (which the softmax ignores) does not flatten
-        the probabilities (see :func:`bayes_rvm.laplace.log_class_proba`). One-vs-rest
-        moderates each of its classifiers. Predicted labels of binary problems are the
+        relevance vectors. For the softmax, the average of the softmax over the Gaussian of
+        the ``K`` latent outputs with their full covariance, by deterministic quasi-Monte
+        Carlo (within Monte Carlo error of averaging over draws of the weights; see
+        :func:`bayes_rvm.laplace.log_class_proba`). One-vs-rest moderates each of its
+        classifiers. Predicted labels of binary problems are the
         same either way.
     max_iter : int, optional
     tol : float, default=1e-6
@@ -994,7 +1010,7 @@ or callable, default="rbf"
         to the workers as a memory map)."""
         K = self.classes_.size
         template = self._binary(centres)
-        basis = template._build_basis(X)
+        basis = template._build_basis(X, sample_weight)
         if (
             type(basis) is KernelBasis
             and not self.optimize_scales

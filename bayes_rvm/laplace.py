@@ -19,10 +19,12 @@ better determined by the data than ``M K``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, log_expit, log_softmax, logsumexp, softmax
+from scipy.special import expit, log_expit, log_softmax, logsumexp, ndtri, softmax
+from scipy.stats import qmc
 
 from bayes_rvm import _linalg
 from bayes_rvm._validation import check_sample_weight
@@ -31,6 +33,7 @@ from bayes_rvm.evidence import hyperprior_log_density
 __all__ = [
     "FLAT",
     "MAX_SOFTMAX_WEIGHTS",
+    "SOFTMAX_QMC_POINTS",
     "Bernoulli",
     "Categorical",
     "LaplaceMode",
@@ -49,12 +52,11 @@ __all__ = [
 #: units of rounding of the objective.
 FLAT = 8.0 * float(np.finfo(np.float64).eps)
 
-#: Largest number of softmax weights ``M K`` (basis functions times classes) that
-#: :func:`bayes_rvm.fit_type2` accepts: every Newton step factors the dense ``MK x MK``
-#: Hessian (50 MB at this size). Measured by ``benchmarks/bench_many_classes.py`` on 100
-#: points: 20 classes (``MK = 2020``) take 137 s, 50 classes (``MK = 5050``) took 319 s
-#: and 987 MB; one-vs-rest fits 50 classes in 2.7 s. Larger problems raise ``ValueError``
-#: pointing to one-vs-rest.
+#: Largest number of softmax weights ``M K`` (active basis functions times classes) of one
+#: dense ``MK x MK`` Hessian (50 MB): the MacKay and EM solvers fit a softmax over a larger
+#: basis on a working set of at most ``MAX_SOFTMAX_WEIGHTS // K`` columns, grown from the
+#: empty model by the columns that raise the evidence most
+#: (:class:`bayes_rvm.solvers._reestimation.LaplaceStep`).
 MAX_SOFTMAX_WEIGHTS = 2500
 
 
@@ -405,6 +407,53 @@ def probit_scale(variance: np.ndarray) -> np.ndarray:
     return 1.0 / np.sqrt(1.0 + np.pi * np.asarray(variance) / 8.0)
 
 
+#: Quasi-Monte Carlo points of the moderated softmax: scrambled Sobol points mapped to
+#: normal deviates and their mirror images ``-z`` (``2 * 2**11`` draws), fixed, so that the
+#: probabilities are a deterministic function of the latent mean and covariance.
+SOFTMAX_QMC_POINTS = 2**11
+
+#: Rows of the moderated softmax integrated at once: bounds the ``rows x draws x K`` array
+#: to about 32 MB.
+_QMC_BYTES = 32 * 2**20
+
+
+@functools.lru_cache(maxsize=16)
+def _normal_points(dim: int) -> np.ndarray:
+    """``(2 SOFTMAX_QMC_POINTS, dim)`` standard normal quasi-random deviates, ``z`` and ``-z``
+    (the mirror makes every odd moment of the draws exactly zero)."""
+    sobol = qmc.Sobol(dim, scramble=True, rng=np.random.default_rng(20010601))
+    u = sobol.random(SOFTMAX_QMC_POINTS)
+    z = ndtri(np.clip(u, 0.5 / SOFTMAX_QMC_POINTS**2, 1.0 - 0.5 / SOFTMAX_QMC_POINTS**2))
+    return np.concatenate([z, -z])
+
+
+def _moderated_softmax(a: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """``log E[softmax(f)]`` for ``f ~ N(a_n, S_n)`` row by row, by quasi-Monte Carlo.
+
+    The softmax depends on the outputs only through the differences ``d_k = f_k - f_K``
+    (``k < K``): their mean is ``a_k - a_K`` and their covariance ``D = S_kj - S_kK - S_Kj
+    + S_KK``, in which variance common to every output cancels exactly. Each draw is
+    ``d = E[d] + D^(1/2) z`` with the symmetric square root (continuous in ``D``, also when
+    ``D`` is singular) and ``z`` the fixed points of :func:`_normal_points`.
+    """
+    n, K = a.shape
+    mean = a[:, :-1] - a[:, -1:]
+    last = S[:, :-1, -1]
+    D = S[:, :-1, :-1] - last[:, :, None] - last[:, None, :] + S[:, -1, -1][:, None, None]
+    eigval, eigvec = np.linalg.eigh(0.5 * (D + np.swapaxes(D, 1, 2)))
+    root = np.einsum("nij,nj,nkj->nik", eigvec, np.sqrt(np.maximum(eigval, 0.0)), eigvec)
+    z = _normal_points(K - 1)
+    out = np.empty((n, K))
+    chunk = max(1, _QMC_BYTES // (8 * z.shape[0] * K))
+    for start in range(0, n, chunk):
+        rows = slice(start, start + chunk)
+        draws = np.zeros((min(chunk, n - start), z.shape[0], K))
+        draws[:, :, :-1] = mean[rows, None, :] + np.einsum("sj,nkj->nsk", z, root[rows])
+        # log of the average of softmax over the draws, in logs (Bishop 2006, eq. 7.121)
+        out[rows] = logsumexp(log_softmax(draws, axis=2), axis=1) - np.log(z.shape[0])
+    return out
+
+
 def log_class_proba(latent: np.ndarray, variance: np.ndarray | None = None) -> np.ndarray:
     """Log class probabilities from the latent outputs, optionally moderated.
 
@@ -413,19 +462,20 @@ def log_class_proba(latent: np.ndarray, variance: np.ndarray | None = None) -> n
     ``K`` outputs (``latent`` of shape ``(n, K)``).
 
     With the spread of the latent outputs under the Laplace posterior, MacKay's moderated
-    output: the probabilities averaged over that Gaussian, approximated in closed form.
+    output: the probabilities averaged over that Gaussian.
 
     - Binary: ``variance`` of shape ``(n,)``; ``sigmoid(kappa(s^2) mu)``, the probit
       approximation (Bishop 2006, eq. 4.155).
     - ``K`` outputs: ``variance`` is the latent *covariance*, shape ``(n, K, K)``
-      (:func:`latent_covariance`). The softmax depends on the outputs only through their
-      differences, ``P_k = 1 / (1 + sum_{j != k} exp(-(a_k - a_j)))``; each difference
-      ``d_kj = a_k - a_j`` is Gaussian with variance ``v_kj = S_kk + S_jj - 2 S_kj``, and is
-      replaced by its moderated value ``kappa(v_kj) E[d_kj]``, as in the binary case. The
-      results are normalised to sum to one. Variance common to every output (the bulk of
-      it for a kernel model) cancels in ``v_kj``, as it cancels in the softmax; for
-      ``K = 2`` this is exactly the binary formula. Checked against Monte Carlo over the
-      Laplace posterior in the tests.
+      (:func:`latent_covariance`). ``E[softmax(f)]`` over ``f ~ N(a, S)`` has no closed
+      form, and closed-form approximations that moderate each output or each difference
+      of two outputs separately are off by several times the Monte Carlo error when the
+      latent variance is large (a kernel model far from its relevance vectors). It is
+      integrated by quasi-Monte Carlo over the ``K - 1`` differences of the outputs,
+      with a fixed set of :data:`SOFTMAX_QMC_POINTS` scrambled Sobol points and their
+      mirror images: deterministic, exact for variance common to every output (which
+      the softmax ignores), normalised to sum to one, and within Monte Carlo error of
+      averaging the softmax over draws of the weights (checked in the tests).
     """
     a = np.asarray(latent, dtype=np.float64)
     if a.ndim == 1:
@@ -441,10 +491,5 @@ def log_class_proba(latent: np.ndarray, variance: np.ndarray | None = None) -> n
             f"moderating {a.shape[1]} latent outputs needs their covariance of shape "
             f"{(*a.shape, a.shape[1])}; got {S.shape}"
         )
-    var = np.einsum("nkk->nk", S)
-    pair_var = np.maximum(var[:, :, None] + var[:, None, :] - 2.0 * S, 0.0)
-    # Bishop (2006) eq. 4.155 on each difference d_kj: E[sigmoid(d)] ~ sigmoid(kappa(v) E[d])
-    z = probit_scale(pair_var) * (a[:, :, None] - a[:, None, :])
-    # log P_k = -log(1 + sum_{j != k} exp(-z_kj)); the j = k term is exp(0) = 1
-    log_p = -logsumexp(-z, axis=2)
+    log_p = _moderated_softmax(a, S)
     return log_p - logsumexp(log_p, axis=1, keepdims=True)

@@ -58,6 +58,33 @@ def test_rvr_sample_weight_of_two_is_a_duplicated_row(sinc):
 
 
 @pytest.mark.parametrize(
+    ("model", "task"),
+    [(RVR(solver="mackay", tol=1e-10), "regression"), (RVC(tol=1e-10), "classification")],
+)
+def test_default_gamma_counts_weighted_rows(model, task):
+    """gamma="scale" (the default) from the variance of the rows as weighted: a weight of 2
+    fits as the row repeated, 0 as the row left out, on a fixed set of candidate centres.
+    With the unweighted X.var() the two gammas differed (0.0825 against 0.0892 here)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)) * [1.0, 3.0, 0.5] + [0.0, 2.0, -1.0]
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.normal(size=40)
+    if task == "classification":
+        y = (y > np.median(y)).astype(int)
+    weights = np.ones(40)
+    weights[[3, 17]] = 2.0
+    weights[[5, 30]] = 0.0
+    rows = np.repeat(np.arange(40), weights.astype(int))
+    model = clone(model).set_params(centres=X[::3])
+    weighted = clone(model).fit(X, y, sample_weight=weights)
+    copies = clone(model).fit(X[rows], y[rows])
+    assert weighted.kernel_.gamma == pytest.approx(copies.kernel_.gamma, rel=1e-12)
+    predict = "predict" if task == "regression" else "predict_proba"
+    np.testing.assert_allclose(
+        getattr(weighted, predict)(X), getattr(copies, predict)(X), rtol=0, atol=1e-9
+    )
+
+
+@pytest.mark.parametrize(
     "weights", [np.full(40, -1.0), np.zeros(40), np.ones(5), np.full(40, np.nan)]
 )
 def test_invalid_sample_weight_is_named(sinc, weights):

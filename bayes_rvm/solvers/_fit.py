@@ -21,7 +21,6 @@ from bayes_rvm._validation import (
 )
 from bayes_rvm.basis import Basis, RowWeightedBasis, ScaledBasis, as_basis
 from bayes_rvm.evidence import LOG_2PI, Prior
-from bayes_rvm.laplace import MAX_SOFTMAX_WEIGHTS
 from bayes_rvm.likelihoods import get_likelihood
 from bayes_rvm.solvers import em, mackay, sequential
 from bayes_rvm.solvers._base import Type2Result, warn_empty_model, warn_if_interpolating
@@ -309,16 +308,6 @@ def fit_type2(
         )
     max_iter = check_positive_int(default_max_iter if max_iter is None else max_iter, "max_iter")
     tol = check_positive_real(tol, "tol")
-    if likelihood == "categorical":
-        n_weights = basis.n_columns * (int(t.max()) + 1)
-        if n_weights > MAX_SOFTMAX_WEIGHTS:
-            raise ValueError(
-                f"the softmax fit has {basis.n_columns} basis functions x "
-                f"{int(t.max()) + 1} classes = {n_weights} weights, more than "
-                f"{MAX_SOFTMAX_WEIGHTS}: each Newton step would factor a dense "
-                f"{n_weights} x {n_weights} Hessian ({8 * n_weights**2 / 1e9:.2g} GB). Use "
-                "one-vs-rest (RVC(multi_class='ovr')), fewer samples or fewer classes"
-            )
     solver_basis = basis.evaluated()  # a small kernel basis evaluated once, not per pass
     fitted_basis, fitted_t = solver_basis, t
     if weights is not None and link is None:

@@ -10,10 +10,12 @@ classification. The update rules are what distinguishes the solvers; they live i
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from bayes_rvm import _linalg, laplace
 from bayes_rvm.basis import Basis, weighted_sq_norms
@@ -205,6 +207,13 @@ class GaussianStep:
         """Regression prunes by the solver's rules alone."""
         return np.zeros(alpha.shape, dtype=bool)
 
+    def start(self) -> np.ndarray:
+        """Regression starts from the whole basis, and has nothing to add (:meth:`grow`)."""
+        return np.arange(self.Phi.shape[1])
+
+    def grow(self, active, state: State, tol: float) -> np.ndarray:
+        return active[:0]
+
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
         # App. B.1: would re-adding a pruned column raise the evidence?
         inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
@@ -230,12 +239,47 @@ class LaplaceStep:
         self.Phi, self.link, self.prior = Phi, link, prior
         self.likelihood = link.name
         self.K = link.n_outputs
+        n_basis = Phi.shape[1]
+        # softmax: columns whose M K x M K Hessian one Newton step may factor
+        limit = max(1, laplace.MAX_SOFTMAX_WEIGHTS // self.K)
+        self.capacity = n_basis if self.K == 1 else min(n_basis, limit)
 
     def initial_alpha(self) -> np.ndarray:
         # prior variance of each latent function equal to 1 on average over the (weighted) rows
         n, n_basis = self.Phi.shape
         weights = self.link.weights
         return initial_alpha(weighted_sq_norms(self.Phi, weights), np.ones(n), n_basis, weights)
+
+    def start(self) -> np.ndarray:
+        """The first active columns: all of them, or (a working set, when the whole basis
+        has more softmax weights than one dense Hessian may hold) the columns whose
+        addition to the empty model raises the evidence most."""
+        if self.capacity == self.Phi.shape[1]:
+            return np.arange(self.capacity)
+        empty = np.arange(0)
+        return self.grow(empty, self.state(empty, np.zeros(0), None, None), 0.0)
+
+    def grow(self, active, state: State, tol: float) -> np.ndarray:
+        """Working set (softmax over a large basis): the inactive columns whose addition
+        raises the evidence by more than ``tol`` (Tipping & Faul 2003, eq. 27, K weights
+        sharing alpha), best first, ``capacity // 16`` at a time, ``capacity`` in all."""
+        n_basis = self.Phi.shape[1]
+        room = min(self.capacity - active.size, max(1, self.capacity // 16))
+        if self.capacity == n_basis:
+            return active[:0]
+        inactive = np.setdiff1d(np.arange(n_basis), active)
+        gain = self.readd_gain(active, state, None)
+        if room <= 0 and np.any(gain > tol):
+            warnings.warn(
+                f"the softmax working set is full ({active.size} basis functions x {self.K} "
+                f"classes, a dense Hessian of {laplace.MAX_SOFTMAX_WEIGHTS} weights at most) "
+                f"and {int(np.sum(gain > tol))} more would raise the evidence: the result is "
+                "the optimum within it. Use one-vs-rest (RVC(multi_class='ovr'))",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        best = np.argsort(-gain, kind="stable")[: max(room, 0)]
+        return np.sort(inactive[best[gain[best] > tol]])
 
     def state(self, active, alpha, beta, warm) -> State:
         mode = laplace.posterior_mode(self.Phi[:, active], self.link, alpha, warm)
@@ -263,8 +307,18 @@ class LaplaceStep:
 
     def readd_gain(self, active, state: State, beta) -> np.ndarray:
         inactive = np.setdiff1d(np.arange(self.Phi.shape[1]), active)
-        Phi_in, Phi_act = self.Phi[:, inactive], self.Phi[:, active]
+        Phi_act = self.Phi[:, active]
         W, residual = self.link.irls(Phi_act @ state.mu)
+        # blocks of inactive columns: the cross products are (block K) x (M K)
+        block = max(1, _READD_BLOCK // max(1, self.K * self.K * active.size))
+        gains = [np.zeros(0)]
+        for i in range(0, inactive.size, block):
+            columns = self.Phi[:, inactive[i : i + block]]
+            gains.append(self._gain(columns, Phi_act, W, residual, state))
+        return np.concatenate(gains)
+
+    def _gain(self, Phi_in, Phi_act, W, residual, state: State) -> np.ndarray:
+        """Evidence gain of adding each column of ``Phi_in`` to the active ``Phi_act``."""
         cross = laplace.weighted_cross(Phi_in, W, Phi_act)
         # phi_m^T B phi_m (K x K blocks)
         own = np.einsum("nm,nkj->mkj", Phi_in**2, W)
@@ -275,14 +329,17 @@ class LaplaceStep:
             weighted_t = Q + cross @ state.mu
             S, Q = sparsity_quality(cross, own[:, 0, 0], weighted_t, state.L, state.mu)
             return column_gain(S, Q, np.full(S.shape, np.inf))[0]
-        n_in, K = inactive.size, self.K
+        n_in, n_act, K = Phi_in.shape[1], Phi_act.shape[1], self.K
         Z = np.zeros((0, n_in, K))
-        if active.size:
-            Z = _linalg.solve_lower(state.L, cross.T).reshape(active.size * K, n_in, K)
+        if n_act:
+            Z = _linalg.solve_lower(state.L, cross.T).reshape(n_act * K, n_in, K)
         # Tipping & Faul (2003) eq. 24, K x K: phi^T B phi - phi^T B Phi Sigma Phi^T B phi
         S = own - np.einsum("imk,iml->mkl", Z, Z)
         return delta_add_shared(S, Q)
 
+
+#: Floats of the inactive x active cross products :meth:`LaplaceStep.readd_gain` holds (64 MB).
+_READD_BLOCK = 2**23
 
 #: Classification: a weight is deleted once its alpha exceeds this (Tipping 2001, App. B.1).
 ALPHA_MAX = 1e12
@@ -365,8 +422,9 @@ def reestimate(
         step = LaplaceStep(basis.toarray(), link, prior)
         learn_noise, beta, beta_max = False, None, np.inf
     n_basis = basis.n_columns
-    active = np.arange(n_basis)
-    alpha = step.initial_alpha()
+    start_alpha = step.initial_alpha()
+    active = step.start()
+    alpha = start_alpha[active]
 
     path: list[float] = []
     converged = stalled = False
@@ -393,8 +451,18 @@ def reestimate(
             drop = rules.prune(state, alpha, prior) | ~np.isfinite(alpha_new) | (alpha_new <= 0)
             drop |= step.prune(state, alpha, alpha_new)
         if not drop.any() and gradient < tol:
-            converged = True
-            break
+            # a working set (softmax over a large basis) grows while columns outside it
+            # would raise the evidence: then the re-estimation goes on
+            grown = step.grow(active, state, tol)
+            if grown.size == 0:
+                converged = True
+                break
+            order = np.argsort(np.concatenate([active, grown]))
+            active = np.concatenate([active, grown])[order]
+            alpha = np.concatenate([alpha, start_alpha[grown]])[order]
+            warm = np.concatenate([state.mu, np.zeros((grown.size, *state.mu.shape[1:]))])
+            state = step.state(active, alpha, beta, warm[order])
+            continue
         if learn_noise:
             beta = 1.0 / max(rules.noise_var(state, state.noise_precision, n, prior), floor)
         if drop.any():
