@@ -53,4 +53,3 @@ def test_roles_of_docstrings_and_pages_are_found(inventories):
     )
     found = {match[2] for match in inventories.ROLE.finditer(text)}
     assert found == {"pymc.sample", "xarray.DataTree", "pymc.Model", "bayes_rvm.fit_type2"}
-

@@ -152,7 +152,7 @@ def sample(
     chains: int = 4,
     cores: int | None = None,
     random_seed=None,
-    nuts_sampler: str = "pymc",
+    nuts_sampler: str | None = None,
     target_accept: float = 0.9,
     var_names: Sequence[str] | None = None,
     step=None,
@@ -180,8 +180,12 @@ def sample(
     random_seed : int, Generator or sequence of int, optional
         Seeds the sampler (one int per chain is accepted) and the exact ``w`` and
         prediction draws made here.
-    nuts_sampler : {"pymc", "nutpie", "numpyro"}
-        NUTS implementation; nutpie and numpyro are the optional ``samplers`` extra.
+    nuts_sampler : {"pymc", "nutpie", "numpyro"}, optional
+        NUTS implementation; nutpie and numpyro are the optional ``samplers`` extra. By
+        default nutpie when it is installed (as ``pymc.sample`` does; it gave about three
+        times the ESS per second of PyMC's NUTS on the collapsed sinc model,
+        ``benchmarks/bench_sampling.py``), otherwise ``"pymc"``; ``"pymc"`` when ``step`` or
+        a ``callback`` is given.
     target_accept : float
         Step-size adaptation target; raise it (0.95-0.99) if divergences are reported.
     var_names : list of str, optional
@@ -218,6 +222,10 @@ def sample(
         For an invalid option, before any compilation or sampling.
     """
     spec = model_spec(model)
+    if nuts_sampler is None:  # nutpie takes neither a step method nor a callback
+        pymc_only = step is not None or "callback" in sample_kwargs
+        installed = importlib.util.find_spec("nutpie") is not None
+        nuts_sampler = "nutpie" if installed and not pymc_only else "pymc"
     module = lookup(NUTS_SAMPLERS, nuts_sampler, "nuts_sampler")
     if return_inferencedata is not True:
         raise ValueError(
@@ -454,6 +462,16 @@ def fit_vi(
     random_seed = _check_seed(random_seed, 1)
     if method == "vb" and fit_kwargs:
         raise TypeError(f"method='vb' takes no pymc.fit options, got {sorted(fit_kwargs)}")
+    if method != "vb" and spec.likelihood == "gaussian" and spec.parameterization != "collapsed":
+        warnings.warn(
+            f"{method} on the {spec.parameterization} Gaussian model approximates the joint "
+            "posterior of w and alpha, whose funnel a Gaussian fits badly: on noisy sinc its "
+            "predictive sd came out about 16 times the MCMC value "
+            "(benchmarks/bench_sampling.py --part vi). Use the collapsed model "
+            "(parameterization='collapsed', the default) or method='vb'.",
+            UserWarning,
+            stacklevel=2,
+        )
     rng = _numpy_rng(random_seed)
     start = time.perf_counter()
     if method == "vb":
