@@ -99,8 +99,10 @@ def choose_centres(X, centres, random_state=None) -> np.ndarray | None:
             size = KMEANS_SAMPLE * count
             rows = np.sort(rng.choice(n_rows, size, replace=False)) if size < n_rows else ...
             pool = np.asarray(X[rows])
-        chosen, _ = kmeans_plusplus(pool, count, random_state=rng)
-        return chosen
+        # relative to one row: k-means++ expands squared distances, which loses the inputs'
+        # digits far from the origin (timestamps, projected coordinates)
+        _, chosen = kmeans_plusplus(pool - pool[0], count, random_state=rng)
+        return pool[chosen]
     centres = check_design(centres, "centres")
     if centres.shape[1] != n_features:
         raise ValueError(
