@@ -41,3 +41,14 @@ def test_interpolating_fit_warns_and_says_what_to_do():
     assert model.result_.gamma.sum() > 0.9 * y.size
     # a fixed noise is the user's choice: no warning
     RVR(gamma=1.0, solver="sequential", noise_var=1.0).fit(X, y)
+
+
+@pytest.mark.parametrize("noise_var", [1e-300, 1e300])
+def test_a_fixed_noise_past_the_float_range_is_refused_without_overflow(noise_var):
+    """A fixed noise whose squared precision (in S and Q) is past the float range on unit-scale
+    targets: a ValueError naming the range, not hundreds of overflow warnings."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-5, 5, size=(40, 1))
+    y = np.sinc(X[:, 0]) + 0.1 * rng.normal(size=40)
+    with pytest.raises(ValueError, match="outside the float range"):
+        RVR(gamma=0.25, noise_var=noise_var).fit(X, y)

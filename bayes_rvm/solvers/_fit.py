@@ -134,7 +134,9 @@ class _Scaling:
         """A noise variance in the scaled units."""
         with np.errstate(over="ignore", under="ignore"):
             scaled = noise_var / self.target**2
-        self._check_range(np.array([scaled]))
+            # beta^2 enters S, Q (Tipping & Faul 2003): it must be a float too
+            squared_precision = scaled**-2
+        self._check_range(np.array([scaled, squared_precision]))
         return scaled
 
     def _check_range(self, *arrays: np.ndarray) -> None:
@@ -163,7 +165,8 @@ class _Scaling:
             mu = result.mu / (ratio if K == 1 else ratio[:, None])
             factor = result.precision_chol * np.repeat(ratio, K)[:, None]
             beta = None if result.beta is None else result.beta / s / s
-        self._check_range(alpha, np.diag(factor), np.array([beta or 1.0]))
+            noise = 1.0 / (beta or 1.0)  # the noise variance must be a float too
+        self._check_range(alpha, np.diag(factor), np.array([beta or 1.0, noise]))
         # eq. 36 without the hyperprior, in the scaled units; the Jacobian of t = s t~
         learned = None if result.beta is None or result.noise_fixed else result.beta
         gaussian = result.log_evidence - solver_prior.log_density(result.alpha, learned)
