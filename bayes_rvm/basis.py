@@ -29,7 +29,7 @@ from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from bayes_rvm._validation import check_design, real_values
+from bayes_rvm._validation import call_user, check_design, real_values
 from bayes_rvm.kernels import Kernel
 
 __all__ = [
@@ -471,7 +471,8 @@ class ExtraColumns:
                 names += [f"x{k + 1}*x{l + 1}" for k, l in pairs]
             else:
                 name, function = term
-                values = real_values(function(X), f"extra column {name!r}")
+                what = f"extra column {name!r}"
+                values = real_values(call_user(function, what, X), what)
                 if values.ndim not in (1, 2) or values.shape[0] != X.shape[0]:
                     raise ValueError(
                         f"extra column {name!r} must return shape ({X.shape[0]},) or "
@@ -1022,7 +1023,9 @@ class ScaledBasis(Basis):
         self.scales = np.asarray(scales, dtype=np.float64)
         self.n_rows, self.n_columns = basis.shape
         self.n_jobs = basis.n_jobs
-        self._sq_norms = None if base_sq_norms is None else base_sq_norms / self.scales**2
+        self._sq_norms = (
+            None if base_sq_norms is None else base_sq_norms / self.scales / self.scales
+        )
 
     def columns(self, idx) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.intp)

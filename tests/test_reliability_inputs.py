@@ -297,3 +297,16 @@ def test_dask_inputs_of_unknown_size_say_what_to_do(data):
         RVR(gamma=1.0).fit(unknown, y)
     model = RVR(gamma=1.0).fit(unknown.compute_chunk_sizes(), y)
     np.testing.assert_allclose(model.predict(X), RVR(gamma=1.0).fit(X, y).predict(X), atol=1e-9)
+
+
+@pytest.mark.parametrize("failure", [ZeroDivisionError, KeyError])
+def test_an_exception_in_an_extra_column_names_the_column(data, failure):
+    X, y = data
+
+    def column(A):
+        raise failure("inside")
+
+    match = rf"extra column 'mine' raised {failure.__name__}"
+    with pytest.raises(ValueError, match=match) as info:
+        RVR(extra_columns=[("mine", column)]).fit(X, y)
+    assert isinstance(info.value.__cause__, failure)  # the user's error, chained
