@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone, is_classifier
 from sklearn.utils import check_random_state
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -233,9 +233,11 @@ class _BaseRVM(BaseEstimator):
         """Training inputs and labels as the fit uses them: ``validate_data`` for
         in-memory inputs; a dask array stays on its workers, chunked by rows
         (:func:`bayes_rvm.dask.check_dask_inputs`), and ``y`` is gathered. Dates and
-        durations are refused (:func:`~bayes_rvm._validation.check_untimed`)."""
+        durations are refused as inputs and as regression targets
+        (:func:`~bayes_rvm._validation.check_untimed`); class labels may be of any type."""
         check_untimed(X, "X")
-        check_untimed(y, "y")
+        if not is_classifier(self):
+            check_untimed(y, "y")
         if not _is_dask_array(X):
             return validate_data(self, X, y, dtype=np.float64, **kwargs)
         from bayes_rvm.dask import check_dask_inputs
