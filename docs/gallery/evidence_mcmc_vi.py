@@ -27,7 +27,7 @@ X_new = np.linspace(-10, 10, 201)[:, None]
 evidence_fit = br.RVR(kernel="rbf", gamma=0.25).fit(X, t)
 s = float(np.std(t))
 model = br.model_from_estimator(
-    evidence_fit, X, t, basis="relevant", parameterization="noncentred",
+    evidence_fit, X, t, basis="relevant",  # the collapsed form: w integrated out
     a=2.0, b=2.0 * s**2, c=2.0, d=2.0 * (s / 2) ** 2,
 )
 fits = {
