@@ -1023,9 +1023,11 @@ class ScaledBasis(Basis):
         self.scales = np.asarray(scales, dtype=np.float64)
         self.n_rows, self.n_columns = basis.shape
         self.n_jobs = basis.n_jobs
-        self._sq_norms = (
-            None if base_sq_norms is None else base_sq_norms / self.scales / self.scales
-        )
+        self._sq_norms = None
+        if base_sq_norms is not None:
+            # scales far below 1 square to 0; the fit then refuses the basis by its range
+            with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
+                self._sq_norms = base_sq_norms / self.scales**2
 
     def columns(self, idx) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.intp)
