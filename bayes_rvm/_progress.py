@@ -5,15 +5,63 @@ PyMC draws its progress bars with ``rich``, whose live display in a notebook is 
 one line that rewrites itself with a carriage return, which terminals and Jupyter both
 render; where neither is attached (a log file, a captured stream) only whole lines are
 written.
+
+Messages that are not progress go to the ``"bayes_rvm"`` logger. As PyMC does for its
+``"pymc"`` logger, the package shows its ``INFO`` lines on standard error when the
+application has configured no logging of its own; configure the ``"bayes_rvm"`` logger
+(or the root logger) to send them elsewhere or silence them.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import TextIO
 
-__all__ = ["ProgressLine", "interactive"]
+__all__ = ["ProgressLine", "announce_compilation", "interactive", "logger"]
+
+logger = logging.getLogger("bayes_rvm")
+if not logging.root.handlers and not logger.handlers:
+    logger.setLevel(logging.INFO)
+    logger.addHandler(logging.StreamHandler())
+
+#: Said once per process, when numba compiles (rather than loads from its cache) the
+#: package's compiled code: the first fit of a new installation waits for it.
+COMPILING = (
+    "bayes_rvm: compiling the solver once for this installation (up to a minute; "
+    "later fits load it from numba's cache)"
+)
+_compilation_listener = None
+
+
+def announce_compilation() -> None:
+    """Log :data:`COMPILING` the first time numba compiles a function of this package.
+
+    Registered by the modules that define compiled functions, at their import. Numba
+    raises its ``"numba:compile"`` event only for a real compilation, not for a load from
+    its on-disk cache, so a fit with a warm cache says nothing.
+    """
+    global _compilation_listener
+    if _compilation_listener is not None:
+        return
+    from numba.core import event
+
+    class Notice(event.Listener):
+        said = False
+
+        def on_start(self, event_) -> None:
+            function = getattr(event_.data.get("dispatcher"), "py_func", None)
+            if self.said or not getattr(function, "__module__", "").startswith("bayes_rvm"):
+                return
+            self.said = True
+            logger.info(COMPILING)
+
+        def on_end(self, event_) -> None:
+            pass
+
+    _compilation_listener = Notice()
+    event.register("numba:compile", _compilation_listener)
 
 
 def interactive(stream: TextIO | None = None) -> bool:

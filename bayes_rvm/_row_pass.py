@@ -9,6 +9,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from bayes_rvm._progress import announce_compilation
+
+announce_compilation()
+
 __all__ = ["row_weighted_sq_norms"]
 
 

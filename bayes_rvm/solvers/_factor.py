@@ -13,6 +13,10 @@ import math
 import numba
 import numpy as np
 
+from bayes_rvm._progress import announce_compilation
+
+announce_compilation()
+
 __all__ = [
     "BLOCKED",
     "add_block",
