@@ -43,6 +43,10 @@ SMALL_RUNS = {
         "--chains",
         "1",
     ],
+    "termination": [
+        "bench_termination.py", "--problems", "sinc-100", "--seeds", "0", "--sets",
+        "diabetes", "--splits", "1",
+    ],  # fmt: skip
     "scale-rvr": ["bench_scale.py", "--case", "rvr", "--n", "600"],
     "scale-rvc": ["bench_scale.py", "--case", "rvc", "--n", "600"],
     "scale-subset": ["bench_scale.py", "--case", "subset", "--n", "600", "--centres", "100"],
