@@ -459,7 +459,7 @@ or callable, default="rbf"
         Type-II optimiser (:func:`bayes_rvm.fit_type2`). "sequential" (Tipping & Faul 2003)
         adds, re-estimates and deletes one basis function at a time, never forms the
         ``N x N`` kernel matrix, and approaches the noise level from below so that it does
-        not stall at a high-noise local optimum (``docs/benchmarks.md``); it needs
+        not stall at a high-noise local optimum; it needs
         ``a = b = 0``. "mackay" and "em" start from the full basis (``O(N n)`` memory for
         ``n`` basis functions, ``O(n^3)`` per iteration: ``O(N^2)`` and ``O(N^3)`` with
         every input a centre; a basis over 16 MB with ``N >= 2 (n + 1)`` and a factor of

@@ -86,8 +86,7 @@ def cholesky(H, L):
 
 
 # From this many active columns a factorisation takes LAPACK's Cholesky and blocked
-# triangular products (BLAS-3); below, the scalar loops are as fast, and the fits whose
-# optima docs/benchmarks.md records keep their rounding.
+# triangular products (BLAS-3); below, the scalar loops are as fast.
 BLOCKED = 128
 _BLOCK = 64  # block size of the triangular inverse and product
 

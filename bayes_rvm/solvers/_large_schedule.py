@@ -13,7 +13,7 @@ __all__ = ["LargeSchedule"]
 class LargeSchedule:
     """The sequential solver's schedule for bases above :attr:`Schedule.dense_bytes`, a
     fixed noise, and classification (``bayes_rvm.solvers.sequential.fit(...,
-    large_schedule=...)``). The defaults are the measured ones of ``docs/benchmarks.md``.
+    large_schedule=...)``).
 
     Attributes
     ----------

@@ -60,9 +60,7 @@ The large path:
     products weighed in full at the final mode.
 
 Columns are normalised to unit length (the scaling is undone on the reported ``mu``,
-``alpha`` and factor; with ``a = b = 0`` the evidence is invariant to it). Why the
-schedule is what it is, and what each part gained, is measured in ``docs/benchmarks.md``
-("The sequential solver's large path").
+``alpha`` and factor; with ``a = b = 0`` the evidence is invariant to it).
 
 References
 ----------
@@ -165,8 +163,8 @@ def fit(
         factor = basis.reduce(t)
         basis, t = DenseBasis(factor[:, :-1]), factor[:, -1]
         least_squares_rss = float(t[-1] ** 2)  # r^2, the residual of the whole basis
-    # The compiled loop learns the noise by continuation from below; with the noise held
-    # fixed the joint Newton steps of the large path reach better optima (docs/benchmarks.md).
+    # The compiled loop learns the noise by continuation from below; a fit with the noise
+    # held fixed goes to the large path, whose joint Newton steps reach better optima there.
     if link is None and noise_var is None and (reduced or held):
         full_t = data_t if reduced else None
         result = _fit_compiled(basis, t, prior, stop, schedule, full_t, least_squares_rss)
