@@ -80,9 +80,9 @@ def suite_fits(problems: list[str], seeds: list[int]) -> list[tuple[bool, int, f
     return every
 
 
-def heldout_fits(sets: list[str], splits: int) -> dict[str, list[tuple[bool, int, float]]]:
-    """The default fits of every held-out set, by task, a line printed per set."""
-    by_task: dict[str, list] = {"regression": [], "classification": []}
+def heldout_fits(sets: list[str], splits: int) -> list[tuple[bool, int, float]]:
+    """The default fits of every held-out set, a line printed per set."""
+    every = []
     for name in sets:
         X_all, y_all = load(name)
         regression = name in REGRESSION
@@ -100,8 +100,8 @@ def heldout_fits(sets: list[str], splits: int) -> dict[str, list[tuple[bool, int
                 model = RVR(gamma=gamma) if regression else RVC(gamma=gamma)
                 fits.append(_fit(model, X, y))
         print(_row(f"held-out {name}", fits), flush=True)
-        by_task["regression" if regression else "classification"] += fits
-    return by_task
+        every += fits
+    return every
 
 
 def main() -> None:
@@ -117,10 +117,10 @@ def main() -> None:
     if not args.no_suite:
         suite = suite_fits(args.problems, args.seeds)
         rows.append(_row(f"solver suite: {len(args.problems)} problems", suite))
-    for task, fits in heldout_fits(args.sets, args.splits).items():
-        named = [name for name in args.sets if (name in REGRESSION) == (task == "regression")]
-        if fits:
-            rows.append(_row(f"held-out {task}: {', '.join(named)}", fits))
+    if args.sets:
+        rows.append(
+            _row(f"held-out sets: {', '.join(args.sets)}", heldout_fits(args.sets, args.splits))
+        )
     total = sum(row["not converged"] for row in rows)
     print(f"{sum(row['fits'] for row in rows)} fits, {total} not converged")
     if args.write:
