@@ -12,6 +12,7 @@ import numpy as np
 import pymc as pm
 import pytest
 import xarray as xr
+from pymc.model.fgraph import clone_model
 
 import bayes_rvm as br
 from bayes_rvm import rvm_weights
@@ -268,3 +269,29 @@ def test_block_inputs_are_checked_at_declaration():
             rvm_weights(np.ones((2, 3, 4)), 2.0, 0.5)
         with pytest.raises(ValueError, match=r"expected b to be a number or an array of shape"):
             rvm_weights(Phi, 2.0, np.ones(4))
+
+
+def test_posterior_predictive_check_of_a_users_model(own_fit, grouped):
+    """plot_ppc of a pm.sample fit of a user's model (model=): the replicates are the
+    model's own observed variable, drawn from its Student-t likelihood around its mean
+    (random intercept included), at the training rows; with the model's data set to
+    other rows the check is refused."""
+    from bayes_rvm.plotting import plot_ppc
+
+    model, tree = own_fit
+    Phi, group, t, Phi_new, group_new, _ = grouped
+    pc = plot_ppc(tree, model=model, num_samples=5, random_seed=1)
+    shown = pc.data["y"]
+    assert shown.sizes == {"obs": t.size, "sample": 5}
+    draws = br.predict(tree, model=model, random_seed=1)["predictions"]["y"]
+    hand = _hand_mean(tree, Phi, group)
+    chains, draws_shown = shown["chain"].values, shown["draw"].values
+    for chain, draw, values in zip(chains, draws_shown, shown.T.values, strict=True):
+        np.testing.assert_array_equal(values, draws.sel(chain=chain, draw=draw).values)
+        residual = values - hand[chain, draw]  # Student-t noise of scale sigma ~ 0.2
+        assert abs(float(np.mean(residual))) < 0.15 and 0.05 < np.median(np.abs(residual)) < 1
+    moved = clone_model(model)
+    with moved:
+        pm.set_data({"design": Phi_new, "group": group_new}, coords={"obs": np.arange(6)})
+    with pytest.raises(ValueError, match=r"restore the model's training data"):
+        plot_ppc(tree, model=moved)
