@@ -176,6 +176,22 @@ def test_each_model_predicts_with_its_own_centres(mirrored):
     assert abs(float(np.sin(1.0))) > 0.8  # the two models' answers differ by 1.6
 
 
+def test_a_tree_alone_says_to_pass_its_model_for_inputs(mirrored, tmp_path):
+    """The map from inputs to design rows is the model's (code, not data): a tree of a
+    model_from_estimator fit, in memory or loaded from netCDF, predicts at X_new only with
+    its model, and says so; with it, the loaded tree predicts as the estimator."""
+    estimator, _, _, model = mirrored[0]
+    tree = br.fit_vi(model, method="vb", draws=200, random_seed=0)
+    X_new = np.array([[1.0], [2.0]])
+    tree.to_netcdf(tmp_path / "fit.nc")
+    loaded = xr.open_datatree(tmp_path / "fit.nc").load()
+    for fit in (tree, loaded):
+        with pytest.raises(ValueError, match=r"pass the model the tree is a fit of"):
+            br.predict(fit, X_new=X_new)
+    f = br.predict(loaded, X_new=X_new, model=model, random_seed=0)["predictions"]["f"]
+    np.testing.assert_allclose(f.mean(("chain", "draw")), estimator.predict(X_new), atol=0.05)
+
+
 def test_design_survives_many_models_and_set_data(mirrored):
     """After 33 further models, and after pm.set_data, the model keeps its design."""
     estimator, X, t, model = mirrored[0]
@@ -193,13 +209,6 @@ def test_design_survives_many_models_and_set_data(mirrored):
     for copy in (pm.do(model, {"beta": 400.0}), pm.model.fgraph.clone_model(model)):
         rows = br.pymc_model.model_spec(copy).design(X_new)
         np.testing.assert_array_equal(rows, br.pymc_model.model_spec(model).design(X_new))
-
-
-def test_a_tree_alone_does_not_map_inputs(mirrored):
-    _, _, _, model = mirrored[0]
-    tree = br.fit_vi(model, method="vb", draws=20, random_seed=0)
-    with pytest.raises(ValueError, match=r"X_new needs a model .* model="):
-        br.predict(tree, X_new=np.array([[1.0]]))
 
 
 # ---------------------------------------------------------------------------------------
