@@ -179,10 +179,11 @@ def sample(
         prediction draws made here.
     nuts_sampler : {"pymc", "nutpie", "numpyro"}, optional
         NUTS implementation; nutpie and numpyro are the optional ``samplers`` extra. By
-        default nutpie when it is installed (as ``pymc.sample`` does; it gave about three
-        times the ESS per second of PyMC's NUTS on the collapsed sinc model,
-        ``benchmarks/bench_sampling.py``), otherwise ``"pymc"``; ``"pymc"`` when ``step`` or
-        a ``callback`` is given.
+        default nutpie when it is installed (as ``pymc.sample`` does; on noisy sinc it
+        drew 1.5 times the ESS per second of sampling of PyMC's NUTS in the collapsed form
+        and about 8 times in the weight-space forms, after a few seconds' longer
+        compilation: ``benchmarks/bench_sampling.py``), otherwise ``"pymc"``; ``"pymc"``
+        when ``step`` or a ``callback`` is given.
     target_accept : float
         Step-size adaptation target; raise it (0.95-0.99) if divergences are reported.
     var_names : list of str, optional
