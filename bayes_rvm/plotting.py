@@ -108,16 +108,24 @@ def plot_log_alpha(fits, *, basis=None, **kwargs):
     return az.plot_forest(trees, var_names=["log_alpha"], **kwargs)
 
 
-def plot_ppc(tree, *, num_samples: int = 50, random_seed=None, **kwargs):
+def plot_ppc(tree, *, model=None, num_samples: int = 50, random_seed=None, **kwargs):
     """Posterior predictive check: replicated targets at the training rows against the data.
 
-    The replicates are drawn through ``w | alpha, beta, t`` (:func:`bayes_rvm.predict`), so
-    this is right for every form, the collapsed one included.
+    The replicates come from :func:`bayes_rvm.predict` at the training rows: for a model
+    that :func:`~bayes_rvm.build_model` declared, through ``w | alpha, beta, t``, so this is
+    right for every form, the collapsed one included; for a model of your own (with
+    ``model=``), from the model's graph: its observed variable, likelihood and every term
+    of its mean.
 
     Parameters
     ----------
     tree : DataTree
-        A fit with ``observed_data`` ``t`` and ``constant_data`` ``Phi``.
+        A fit with an ``observed_data`` group: from :func:`bayes_rvm.sample`,
+        :func:`bayes_rvm.fit_vi` or :func:`bayes_rvm.to_inference_data`, or ``pm.sample``
+        of any model (then give ``model``).
+    model : pymc.Model, optional
+        The model the tree is a fit of, as for :func:`bayes_rvm.predict` (by default the
+        model of an enclosing ``with model:`` block); its data must be the training data.
     num_samples : int
         Replicated data sets drawn in the plot.
     random_seed : int, optional
@@ -127,17 +135,41 @@ def plot_ppc(tree, *, num_samples: int = 50, random_seed=None, **kwargs):
     Returns
     -------
     arviz_plots.PlotCollection
+
+    Raises
+    ------
+    ValueError
+        When the replicates do not line up with the observed data (the model's data were
+        set to other rows), or the tree has no ``observed_data``.
     """
     import arviz as az
     import xarray as xr
 
     from bayes_rvm.inference import predict
 
-    predicted = predict(tree, random_seed=random_seed)
-    replicates = predicted["predictions"].to_dataset()[["t"]]
-    observed = tree["observed_data"].to_dataset()[["t"]]
-    replicates = replicates.assign_coords(obs=observed["obs"].values)
-    plot_tree = xr.DataTree.from_dict(
-        {"posterior_predictive": replicates, "observed_data": observed}
+    if "observed_data" not in tree.children:
+        raise ValueError("expected a fit with an observed_data group (the data to check)")
+    predictions = predict(tree, random_seed=random_seed, model=model)["predictions"]
+    observed = tree["observed_data"].to_dataset()
+    names = [name for name in predictions.data_vars if name in observed]
+    if len(names) != 1:
+        raise ValueError(
+            f"expected one observed variable among the predictions {list(predictions.data_vars)}"
+            f", got the observed data {list(observed.data_vars)}"
+        )
+    name = names[0]
+    draws = predictions[name].transpose("chain", "draw", ...)
+    if draws.shape[2:] != observed[name].shape:
+        raise ValueError(
+            f"the replicates of {name!r} have shape {draws.shape[2:]} but the observed data "
+            f"{observed[name].shape}: restore the model's training data (pm.set_data) "
+            "before the check"
+        )
+    replicates = xr.Dataset(
+        {name: (("chain", "draw", *observed[name].dims), draws.values)},
+        coords={**observed[name].coords, "chain": draws["chain"], "draw": draws["draw"]},
     )
-    return az.plot_ppc_dist(plot_tree, var_names=["t"], num_samples=num_samples, **kwargs)
+    plot_tree = xr.DataTree.from_dict(
+        {"posterior_predictive": replicates, "observed_data": observed[[name]]}
+    )
+    return az.plot_ppc_dist(plot_tree, var_names=[name], num_samples=num_samples, **kwargs)

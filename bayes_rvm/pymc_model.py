@@ -17,6 +17,9 @@ composes it with a likelihood (:data:`LIKELIHOODS`) and never samples: fitting i
     ``w`` is integrated out: ``t ~ N(0, C)`` with ``C = beta^-1 I + Phi A^-1 Phi^T``
     (eq. 15, 34), so only ``log alpha`` and ``log beta`` are sampled; the fit then draws
     ``w`` exactly from ``p(w | alpha, beta, t)`` (eq. 12-13) for every posterior draw.
+    The observed ``t``'s pointwise log density is the ``N`` exact leave-one-out
+    conditionals ``log p(t_n | t_-n, alpha, beta)``, and the potential ``t_coupling``
+    completes their sum to ``log N(t | 0, C)`` (see :func:`build_model`).
 
 What the model needs to predict travels with it
 -----------------------------------------------
@@ -58,15 +61,13 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.pytensorf import constant_fold
-from pytensor.compile.builders import OpFromGraph
 from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import ancestors
-from pytensor.raise_op import Assert
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV, NormalRV, StudentTRV
 from pytensor.tensor.random.op import RandomVariable
 
+from bayes_rvm._collapsed import COLLAPSED_CLASS, collapsed_likelihood
 from bayes_rvm._validation import (
     check_design,
     check_noise_var,
@@ -74,7 +75,6 @@ from bayes_rvm._validation import (
     check_target,
     lookup,
 )
-from bayes_rvm.evidence import LOG_2PI
 from bayes_rvm.likelihoods import LIKELIHOODS as _REGISTRY
 
 __all__ = [
@@ -93,9 +93,6 @@ LIKELIHOODS = tuple(name for name, entry in _REGISTRY.items() if entry.pymc)
 #: Parameterisation names: the weight-space forms of :func:`rvm_weights` and the
 #: collapsed (Gaussian) form of :func:`build_model`.
 PARAMETERIZATIONS = ("noncentred", "centred", "collapsed")
-
-#: Name of the collapsed likelihood's distribution class: how :func:`model_spec` finds it.
-_COLLAPSED_CLASS = "RVMCollapsedGaussian"
 
 #: Likelihoods with a noise precision ``beta``.
 _NOISY = ("gaussian", "student_t")
@@ -194,7 +191,7 @@ def _constant(variable) -> float | np.ndarray | None:
 
 
 def _likelihood_of(op) -> str | None:
-    if type(op).__name__ == _COLLAPSED_CLASS or isinstance(op, NormalRV):
+    if type(op).__name__ == COLLAPSED_CLASS or isinstance(op, NormalRV):
         return "gaussian"
     for kind, name in (
         (StudentTRV, "student_t"),
@@ -244,7 +241,7 @@ def model_spec(model: pm.Model) -> ModelSpec:
             "sample it with pm.sample and predict with bayes_rvm.predict(tree, model=model)"
         )
     names = model.named_vars
-    if type(t.owner.op).__name__ == _COLLAPSED_CLASS:
+    if type(t.owner.op).__name__ == COLLAPSED_CLASS:
         parameterization = "collapsed"
     elif "z" in names:
         parameterization = "noncentred"
@@ -430,137 +427,6 @@ def rvm_weights(
 
 
 # ---------------------------------------------------------------------------------------
-# The collapsed Gaussian likelihood
-# ---------------------------------------------------------------------------------------
-
-
-#: message of the check that the collapsed model's Phi and gram agree
-_GRAM_MISMATCH = (
-    "the collapsed model's Phi no longer matches its Gram matrix 'gram' = Phi^T Phi (was Phi "
-    "changed with pm.set_data?). Set both, pm.set_data({'Phi': Phi_new, 'gram': Phi_new.T @ "
-    "Phi_new}), or build a new model; for predictions at new rows use bayes_rvm.predict"
-)
-
-
-def gram_matches(Phi: np.ndarray, gram: np.ndarray) -> bool:
-    """Whether ``gram`` is ``Phi^T Phi``, by one product with a fixed random vector.
-
-    ``Phi^T (Phi v) = gram v`` costs ``O(N M)``, not the ``O(N M^2)`` of forming the product;
-    a change of ``Phi`` passes only if ``Phi^T Phi - gram`` happens to annihilate ``v``.
-    """
-    v = _probe(np.arange(Phi.shape[1]))
-    return bool(np.allclose(Phi.T @ (Phi @ v), gram @ v, rtol=1e-9, atol=1e-9))
-
-
-def _probe(index):
-    """A fixed vector with irregular entries in [-1, 1] (NumPy or PyTensor)."""
-    sin = pt.sin if isinstance(index, Variable) else np.sin
-    return sin(index * 12.9898 + 0.5)
-
-
-def _collapsed_terms(value, alpha, beta, Phi, gram):
-    """Cholesky factor of the posterior precision, posterior mean and residual sum of squares."""
-    # Tipping (2001) eq. 12: Sigma^-1 = A + beta Phi^T Phi
-    L = pt.linalg.cholesky(pt.diag(alpha) + beta * gram)
-    # Tipping (2001) eq. 13: mu = beta Sigma Phi^T t
-    u = pt.linalg.solve_triangular(L, Phi.T @ value, lower=True)
-    mu = beta * pt.linalg.solve_triangular(L.T, u, lower=False)
-    rss = pt.sum((value - Phi @ mu) ** 2)
-    return L, mu, rss
-
-
-def _collapsed_value(value, alpha, beta, Phi, gram):
-    """``log N(t | 0, beta^-1 I + Phi A^-1 Phi^T)`` through the ``M x M`` posterior precision.
-
-    The weight-space route of :func:`bayes_rvm.evidence.log_evidence_gaussian`: one
-    Cholesky factor of ``H = A + beta Phi^T Phi``, no ``N x N`` matrix.
-    """
-    L, mu, rss = _collapsed_terms(value, alpha, beta, Phi, gram)
-    n = value.shape[0]
-    # Tipping (2001) eq. 38: log|C| = -log|Sigma| - N log beta - log|A|
-    log_det_C = 2.0 * pt.sum(pt.log(pt.diag(L))) - n * pt.log(beta) - pt.sum(pt.log(alpha))
-    # Tipping (2001) eq. 41: t^T C^-1 t = beta ||t - Phi mu||^2 + mu^T A mu
-    quad = beta * rss + pt.sum(alpha * mu**2)
-    return -0.5 * (n * LOG_2PI + log_det_C + quad)
-
-
-def _collapsed_pullback(inputs, outputs, cotangents):
-    """Analytic gradient of the log evidence in ``alpha`` and ``beta``.
-
-    Needs only ``diag(Sigma)`` (column norms of ``L^-1``): about three times cheaper than
-    differentiating through the Cholesky factorisation. The data inputs get no gradient.
-    """
-    value, alpha, beta, Phi, gram = inputs
-    (cotangent,) = cotangents
-    L, mu, rss = _collapsed_terms(value, alpha, beta, Phi, gram)
-    L_inv = pt.linalg.solve_triangular(L, pt.eye(alpha.shape[0]), lower=True)
-    sigma_diag = pt.sum(L_inv**2, axis=0)
-    n = value.shape[0]
-    # Tipping (2001) eq. 42 without the hyperprior terms, divided by alpha_i (d / d alpha_i)
-    d_alpha = 0.5 * (1.0 / alpha - sigma_diag - mu**2)
-    # Tipping (2001) eq. 45 without the hyperprior terms (d / d beta), with
-    # beta tr(Sigma Phi^T Phi) = sum_i gamma_i = sum_i (1 - alpha_i Sigma_ii) (eq. 17, 46)
-    d_beta = 0.5 * (n / beta - rss - pt.sum(1.0 - alpha * sigma_diag) / beta)
-    no_gradient = DisconnectedType()
-    return [no_gradient(), cotangent * d_alpha, cotangent * d_beta, no_gradient(), no_gradient()]
-
-
-def _collapsed_logp(value, alpha, beta, Phi, gram):
-    """Log density of the marginal ``t`` (eq. 34), with the analytic gradient attached.
-
-    ``gram`` is the ``pm.Data`` ``Phi^T Phi`` (forming it at every evaluation would double
-    the cost); the log density refuses to evaluate when it does not match ``Phi``.
-    """
-    inputs = [pt.dvector("t"), pt.dvector("alpha"), pt.dscalar("beta")]
-    inputs += [pt.dmatrix("Phi"), pt.dmatrix("gram")]
-    op = OpFromGraph(
-        inputs,
-        [_collapsed_value(*inputs)],
-        pullback=_collapsed_pullback,
-        connection_pattern=[[False], [True], [True], [False], [False]],
-        inline=True,
-        name="collapsed_log_evidence",
-    )
-    v = _probe(pt.arange(gram.shape[0]))
-    matches = pt.allclose(Phi.T @ (Phi @ v), gram @ v, rtol=1e-9, atol=1e-9)
-    return Assert(_GRAM_MISMATCH)(op(value, alpha, beta, Phi, gram), matches)
-
-
-def _collapsed_random(alpha, beta, Phi, gram, rng=None, size=None):
-    """Draws of the marginal ``t ~ N(0, beta^-1 I + Phi A^-1 Phi^T)`` given ``(alpha, beta)``.
-
-    ``t = Phi w + e`` with ``w ~ N(0, A^-1)`` and ``e ~ N(0, beta^-1 I)`` has exactly that
-    distribution (Tipping 2001, eq. 34), without forming the ``N x N`` covariance.
-    """
-    batch = () if size is None else tuple(np.atleast_1d(size))
-    w = rng.standard_normal((*batch, alpha.shape[-1])) / np.sqrt(alpha)
-    noise = rng.standard_normal((*batch, Phi.shape[0])) / np.sqrt(beta)
-    return w @ Phi.T + noise
-
-
-def _collapsed_likelihood(Phi, alpha, beta, t) -> None:
-    model = pm.modelcontext(None)
-    model.add_coord("basis_", model.coords["basis"])
-    value = Phi.get_value()
-    gram = pm.Data("gram", value.T @ value, dims=("basis", "basis_"))
-    # Tipping (2001) eq. 34: t ~ N(0, beta^-1 I + Phi A^-1 Phi^T)
-    pm.CustomDist(
-        "t",
-        alpha,
-        beta,
-        Phi,
-        gram,
-        logp=_collapsed_logp,
-        random=_collapsed_random,
-        signature="(m),(),(n,m),(m,m)->(n)",
-        class_name=_COLLAPSED_CLASS,
-        observed=t,
-        shape=Phi.shape[0],
-        dims="obs",
-    )
-
-
-# ---------------------------------------------------------------------------------------
 # Likelihoods given w
 # ---------------------------------------------------------------------------------------
 
@@ -721,8 +587,8 @@ def build_model(
     pymc.Model
         Free variables ``alpha`` (and ``beta``; ``z`` in the non-centred form, ``w`` in the
         centred form; ``nu`` for a learned Student-t), the deterministics ``log_alpha``,
-        ``log_beta`` and ``w`` (non-centred), the observed ``t``. Its description is
-        :func:`model_spec`.
+        ``log_beta`` and ``w`` (non-centred), the observed ``t`` (and, collapsed, the
+        potential ``t_coupling``). Its description is :func:`model_spec`.
 
     Raises
     ------
@@ -732,18 +598,26 @@ def build_model(
 
     Notes
     -----
-    Tipping (2001) eq. 4-6 and 34. In the collapsed form the observed ``t`` has the log
-    density ``log N(t | 0, C)`` (eq. 15), evaluated through the Cholesky factor of the
-    ``M x M`` matrix ``A + beta Phi^T Phi`` (eq. 38, 41), with ``Phi^T Phi`` the
-    ``pm.Data("gram")``; the log density checks that it still matches ``Phi`` and refuses
-    to evaluate after ``pm.set_data`` changed one without the other. Its draws given
-    ``(alpha, beta)`` are those of the marginal, ``t = Phi w + e`` with ``w ~ N(0, A^-1)``:
-    ``pm.sample_prior_predictive`` gives the prior predictive, and
-    ``pm.sample_posterior_predictive`` replicates the training targets from the marginal at
-    each posterior draw of ``(alpha, beta)`` (a check of the marginal model, as for
-    ``pm.gp.Marginal``). Predictions at new rows given the data go through
-    ``w | alpha, beta, t``: :func:`bayes_rvm.predict` (``model=model`` after ``pm.sample``),
-    which also adds the exact leave-one-out terms for ``az.loo``.
+    Tipping (2001) eq. 4-6 and 34. In the collapsed form the model's log density is
+    ``log N(t | 0, C)`` (eq. 15), evaluated through the Cholesky factor of the ``M x M``
+    matrix ``A + beta Phi^T Phi`` (eq. 38, 41), with ``Phi^T Phi`` the
+    ``pm.Data("gram")``; it checks that ``gram`` still matches ``Phi`` and refuses to
+    evaluate after ``pm.set_data`` changed one without the other. It is declared as two
+    terms: the observed ``t``'s pointwise log density, the ``N`` exact leave-one-out
+    conditionals ``log p(t_n | t_-n, alpha, beta)`` of the marginal, and the potential
+    ``t_coupling = log N(t | 0, C) - sum_n log p(t_n | t_-n, alpha, beta)``. So
+    ``pm.compute_log_likelihood`` gives one term per observation and ``az.loo`` scores the
+    ``N`` observations, while NUTS and ADVI see the exact marginal and its gradient (the
+    leave-one-out terms carry no gradient and cancel from the compiled log density).
+    The draws of ``t`` given ``(alpha, beta)`` are those of the marginal,
+    ``t = Phi w + e`` with ``w ~ N(0, A^-1)``: ``pm.sample_prior_predictive`` gives the
+    prior predictive, and ``pm.sample_posterior_predictive`` replicates the training
+    targets from the marginal at each posterior draw of ``(alpha, beta)`` (a check of the
+    marginal model, as for ``pm.gp.Marginal``). Both warn that potentials are ignored in
+    forward sampling; ``t_coupling`` is part of the likelihood of the observed ``t``,
+    which those draws follow exactly, so the warning does not apply here. Predictions at
+    new rows given the data go through ``w | alpha, beta, t``: :func:`bayes_rvm.predict`
+    (``model=model`` after ``pm.sample``).
 
     Examples
     --------
@@ -752,7 +626,7 @@ def build_model(
     >>> Phi = np.random.default_rng(0).normal(size=(20, 3))
     >>> model = build_model(Phi, Phi @ [1.0, 0.0, -1.0], a=2.0, b=2.0, c=2.0, d=0.02)
     >>> sorted(model.named_vars)
-    ['Phi', 'alpha', 'beta', 'gram', 'log_alpha', 'log_beta', 't']
+    ['Phi', 'alpha', 'beta', 'gram', 'log_alpha', 'log_beta', 't', 't_coupling']
     """
     likelihood = lookup(LIKELIHOODS, likelihood, "likelihood")
     if parameterization is None:
@@ -784,7 +658,7 @@ def build_model(
             pm.Deterministic("log_beta", pt.log(beta))
         if parameterization == "collapsed":
             alpha = _declare_alpha(a, b, "basis")
-            _collapsed_likelihood(Phi_data, alpha, beta, t)
+            collapsed_likelihood(Phi_data, alpha, beta, t)
             return model
         w = rvm_weights(Phi_data, a, b, parameterization=parameterization, dims=dims)
         if likelihood == "student_t":

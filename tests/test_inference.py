@@ -496,7 +496,7 @@ def test_predict_from_any_fit(fits, regression):
     w_old = fits["collapsed"]["posterior"]["w"].values.reshape(-1, 4)
     se = np.hypot(w_new.std(axis=0), w_old.std(axis=0)) / np.sqrt(w_new.shape[0])
     assert np.all(np.abs(w_new.mean(axis=0) - w_old.mean(axis=0)) < 4.5 * se)
-    with pytest.raises(ValueError, match="X_new needs a model that holds the map"):
+    with pytest.raises(ValueError, match="pass the model the tree is a fit of"):
         br.predict(fits["vb"], X_new=Phi_new)
     with pytest.raises(ValueError, match="with 4 columns"):
         br.predict(fits["vb"], Phi_new=Phi_new[:, :2])

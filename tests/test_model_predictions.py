@@ -12,6 +12,7 @@ import numpy as np
 import pymc as pm
 import pytest
 import xarray as xr
+from pymc.model.fgraph import clone_model
 
 import bayes_rvm as br
 from bayes_rvm import rvm_weights
@@ -175,6 +176,22 @@ def test_each_model_predicts_with_its_own_centres(mirrored):
     assert abs(float(np.sin(1.0))) > 0.8  # the two models' answers differ by 1.6
 
 
+def test_a_tree_alone_says_to_pass_its_model_for_inputs(mirrored, tmp_path):
+    """The map from inputs to design rows is the model's (code, not data): a tree of a
+    model_from_estimator fit, in memory or loaded from netCDF, predicts at X_new only with
+    its model, and says so; with it, the loaded tree predicts as the estimator."""
+    estimator, _, _, model = mirrored[0]
+    tree = br.fit_vi(model, method="vb", draws=200, random_seed=0)
+    X_new = np.array([[1.0], [2.0]])
+    tree.to_netcdf(tmp_path / "fit.nc")
+    loaded = xr.open_datatree(tmp_path / "fit.nc").load()
+    for fit in (tree, loaded):
+        with pytest.raises(ValueError, match=r"pass the model the tree is a fit of"):
+            br.predict(fit, X_new=X_new)
+    f = br.predict(loaded, X_new=X_new, model=model, random_seed=0)["predictions"]["f"]
+    np.testing.assert_allclose(f.mean(("chain", "draw")), estimator.predict(X_new), atol=0.05)
+
+
 def test_design_survives_many_models_and_set_data(mirrored):
     """After 33 further models, and after pm.set_data, the model keeps its design."""
     estimator, X, t, model = mirrored[0]
@@ -192,13 +209,6 @@ def test_design_survives_many_models_and_set_data(mirrored):
     for copy in (pm.do(model, {"beta": 400.0}), pm.model.fgraph.clone_model(model)):
         rows = br.pymc_model.model_spec(copy).design(X_new)
         np.testing.assert_array_equal(rows, br.pymc_model.model_spec(model).design(X_new))
-
-
-def test_a_tree_alone_does_not_map_inputs(mirrored):
-    _, _, _, model = mirrored[0]
-    tree = br.fit_vi(model, method="vb", draws=20, random_seed=0)
-    with pytest.raises(ValueError, match=r"X_new needs a model .* model="):
-        br.predict(tree, X_new=np.array([[1.0]]))
 
 
 # ---------------------------------------------------------------------------------------
@@ -268,3 +278,29 @@ def test_block_inputs_are_checked_at_declaration():
             rvm_weights(np.ones((2, 3, 4)), 2.0, 0.5)
         with pytest.raises(ValueError, match=r"expected b to be a number or an array of shape"):
             rvm_weights(Phi, 2.0, np.ones(4))
+
+
+def test_posterior_predictive_check_of_a_users_model(own_fit, grouped):
+    """plot_ppc of a pm.sample fit of a user's model (model=): the replicates are the
+    model's own observed variable, drawn from its Student-t likelihood around its mean
+    (random intercept included), at the training rows; with the model's data set to
+    other rows the check is refused."""
+    from bayes_rvm.plotting import plot_ppc
+
+    model, tree = own_fit
+    Phi, group, t, Phi_new, group_new, _ = grouped
+    pc = plot_ppc(tree, model=model, num_samples=5, random_seed=1)
+    shown = pc.data["y"]
+    assert shown.sizes == {"obs": t.size, "sample": 5}
+    draws = br.predict(tree, model=model, random_seed=1)["predictions"]["y"]
+    hand = _hand_mean(tree, Phi, group)
+    chains, draws_shown = shown["chain"].values, shown["draw"].values
+    for chain, draw, values in zip(chains, draws_shown, shown.T.values, strict=True):
+        np.testing.assert_array_equal(values, draws.sel(chain=chain, draw=draw).values)
+        residual = values - hand[chain, draw]  # Student-t noise of scale sigma ~ 0.2
+        assert abs(float(np.mean(residual))) < 0.15 and 0.05 < np.median(np.abs(residual)) < 1
+    moved = clone_model(model)
+    with moved:
+        pm.set_data({"design": Phi_new, "group": group_new}, coords={"obs": np.arange(6)})
+    with pytest.raises(ValueError, match=r"restore the model's training data"):
+        plot_ppc(tree, model=moved)

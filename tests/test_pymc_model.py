@@ -12,12 +12,14 @@ import pymc as pm
 import pytest
 from pymc.model.fgraph import clone_model
 from scipy import stats
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 import bayes_rvm as br
 from bayes_rvm import build_model, rvm_weights
+from bayes_rvm._collapsed import gram_matches
 from bayes_rvm.evidence import hyperprior_log_density, log_evidence_dense, log_evidence_gaussian
 from bayes_rvm.posterior import gaussian_posterior
-from bayes_rvm.pymc_model import PARAMETERIZATIONS, gram_matches, model_spec
+from bayes_rvm.pymc_model import PARAMETERIZATIONS, model_spec
 
 PRIOR = {"a": 2.0, "b": 0.5, "c": 3.0, "d": 0.3}
 
@@ -82,6 +84,123 @@ def test_collapsed_gradient_is_the_derivative_of_the_log_density(problem):
     h = 1e-5
     numeric = [(logp(point(x + h * e)) - logp(point(x - h * e))) / (2 * h) for e in np.eye(x.size)]
     np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-7)
+
+
+def _marginal_covariance(Phi, alpha, beta):
+    """C = beta^-1 I + Phi A^-1 Phi^T (Tipping 2001, eq. 34), formed as an N x N matrix."""
+    return np.eye(Phi.shape[0]) / beta + (Phi / alpha) @ Phi.T
+
+
+def _marginal_logp_and_gradient(Phi, t, alpha, beta):
+    """log N(t | 0, C) plus the Gamma hyperpriors on the log scale (SciPy), and its gradient
+    in (log alpha, log beta) from the N x N covariance: with u = C^-1 t,
+    d/d alpha_i = -(alpha_i^-2 / 2) ((phi_i^T u)^2 - phi_i^T C^-1 phi_i) and
+    d/d beta = -(beta^-2 / 2) (u^T u - tr C^-1), by Cholesky solves."""
+    C = _marginal_covariance(Phi, alpha, beta)
+    value = stats.multivariate_normal(np.zeros(t.size), C).logpdf(t)
+    value += _log_gamma_on_log_scale(alpha, PRIOR["a"], PRIOR["b"])
+    value += _log_gamma_on_log_scale(beta, PRIOR["c"], PRIOR["d"])
+    factor = cho_factor(C, lower=True)
+    u = cho_solve(factor, t)
+    C_inv_Phi = cho_solve(factor, Phi)
+    L_inv = solve_triangular(factor[0], np.eye(t.size), lower=True)
+    d_alpha = -0.5 / alpha**2 * ((Phi.T @ u) ** 2 - np.sum(Phi * C_inv_Phi, axis=0))
+    d_beta = -0.5 / beta**2 * (u @ u - np.sum(L_inv**2))
+    # on the log scale: times x, plus d/d log x of log Gamma(x | a, b) + log x = a - b x
+    g_alpha = alpha * d_alpha + PRIOR["a"] - PRIOR["b"] * alpha
+    g_beta = beta * d_beta + PRIOR["c"] - PRIOR["d"] * beta
+    return value, {"alpha_log__": g_alpha, "beta_log__": g_beta}
+
+
+def _conditional_loo(Phi, t, alpha, beta):
+    """log p(t_n | t_-n) from the N x N covariance: the Gaussian conditional of row n given
+    the others, C_nn - C_n,-n C_-n,-n^-1 C_-n,n and its mean, by a Cholesky solve per row."""
+    C = _marginal_covariance(Phi, alpha, beta)
+    out = np.empty(t.size)
+    for n in range(t.size):
+        rest = np.arange(t.size) != n
+        factor = cho_factor(C[np.ix_(rest, rest)], lower=True)
+        mean = C[n, rest] @ cho_solve(factor, t[rest])
+        var = C[n, n] - C[n, rest] @ cho_solve(factor, C[rest, n])
+        out[n] = stats.norm.logpdf(t[n], mean, np.sqrt(var))
+    return out
+
+
+POINTS = [
+    (np.array([0.7, 3.0, 1.5, 0.2, 9.0, 2.0]), 7.0),
+    (np.array([1e-3, 1e3, 0.5, 2.0, 1e2, 30.0]), 0.2),
+    (np.full(6, 40.0), 50.0),
+]
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
+def test_collapsed_model_is_the_marginal_with_pointwise_loo_terms(problem, mode):
+    """The observed t's log density is N terms, the exact leave-one-out conditionals (it was
+    one joint term, so az.loo scored one point); with the potential t_coupling the model's
+    log density and its gradient are still those of the marginal Gaussian (SciPy and the
+    N x N covariance), with graph rewriting (FAST_RUN, as NUTS) and without (FAST_COMPILE)."""
+    Phi, t = problem
+    model = build_model(Phi, t, **PRIOR)
+    logp = model.compile_logp(jacobian=True, mode=mode)
+    dlogp = model.compile_dlogp(jacobian=True, mode=mode)
+    pointwise = model.compile_fn(
+        model.logp(vars=[model["t"]], sum=False)[0], point_fn=True, mode=mode
+    )
+    for alpha, beta in POINTS:
+        point = {"alpha_log__": np.log(alpha), "beta_log__": np.log(beta)}
+        expected, gradient = _marginal_logp_and_gradient(Phi, t, alpha, beta)
+        assert logp(point) == pytest.approx(expected, rel=1e-12, abs=1e-11)
+        gradient = np.concatenate([np.atleast_1d(gradient[v.name]) for v in model.value_vars])
+        np.testing.assert_allclose(dlogp(point), gradient, rtol=1e-11, atol=1e-11)
+        terms = pointwise(point)
+        assert terms.shape == (t.size,)
+        np.testing.assert_allclose(terms, _conditional_loo(Phi, t, alpha, beta), rtol=1e-11)
+
+
+@pytest.fixture(scope="module")
+def plain_fit(problem):
+    """The collapsed model sampled with pm.sample itself (no bayes_rvm.sample)."""
+    Phi, t = problem
+    model = build_model(Phi, t, **PRIOR)
+    tree = pm.sample(
+        draws=150,
+        tune=200,
+        chains=2,
+        cores=1,
+        random_seed=3,
+        model=model,
+        nuts_sampler="pymc",
+        progressbar=False,
+        compute_convergence_checks=False,
+    )
+    return model, tree
+
+
+# PyMC warns of any potential in forward sampling; see test_collapsed_model_with_pymc_tools
+@pytest.mark.filterwarnings("ignore:The effect of Potentials:UserWarning")
+@pytest.mark.filterwarnings("ignore:Numba will use object mode:UserWarning")
+def test_pm_compute_log_likelihood_gives_the_loo_terms(problem, plain_fit):
+    """pm.sample + pm.compute_log_likelihood gave one joint term per draw, and az.loo then
+    scored one data point: now N terms, each the exact leave-one-out conditional at its
+    draw (N x N covariance), equal to those bayes_rvm.predict adds; az.loo scores N points,
+    and the posterior predictive draws the N targets."""
+    Phi, t = problem
+    model, tree = plain_fit
+    log_lik = pm.compute_log_likelihood(
+        tree, model=model, extend_inferencedata=False, progressbar=False
+    )["t"]
+    assert log_lik.dims == ("chain", "draw", "obs") and log_lik.shape == (2, 150, t.size)
+    alpha, beta = tree["posterior"]["alpha"].values, tree["posterior"]["beta"].values
+    for chain, draw in [(0, 0), (0, 77), (1, 149)]:
+        expected = _conditional_loo(Phi, t, alpha[chain, draw], beta[chain, draw])
+        np.testing.assert_allclose(log_lik.values[chain, draw], expected, rtol=1e-10)
+    ours = br.predict(tree, model=model, random_seed=0)["log_likelihood"]["t"]
+    np.testing.assert_allclose(log_lik.values, ours.values, rtol=1e-10)
+    with_terms = tree.copy()
+    with_terms["log_likelihood"] = log_lik.to_dataset()
+    assert az.loo(with_terms).n_data_points == t.size
+    replicates = pm.sample_posterior_predictive(tree, model=model, progressbar=False)
+    assert replicates["posterior_predictive"]["t"].shape == (2, 150, t.size)
 
 
 @pytest.mark.parametrize("parameterization", ["noncentred", "centred"])
@@ -264,6 +383,9 @@ def test_collapsed_model_refuses_a_stale_gram(problem):
 
 
 @pytest.mark.filterwarnings("ignore:Numba will use object mode:UserWarning")
+# PyMC warns of any potential in forward sampling; t_coupling is a likelihood term (a
+# function of the observed t), which the marginal draws of t account for exactly
+@pytest.mark.filterwarnings("ignore:The effect of Potentials:UserWarning")
 def test_collapsed_model_with_pymc_tools(problem):
     """The model graph (pm.model_to_mermaid: the shape inference of pm.model_to_graphviz,
     without the graphviz package) and sample_prior_predictive work on the collapsed model
@@ -272,7 +394,7 @@ def test_collapsed_model_with_pymc_tools(problem):
     Phi, t = problem
     model = build_model(Phi, t, **PRIOR)
     graph = pm.model_to_mermaid(model)
-    assert "alpha" in graph and "RVMCollapsedGaussian" in graph
+    assert "alpha" in graph and "RVMCollapsedGaussian" in graph and "t_coupling" in graph
     alpha, beta = np.array([1.0, 4.0, 0.5, 2.0, 8.0, 1.0]), 4.0
     fixed = pm.do(model, {"alpha": alpha, "beta": beta})
     draws = pm.sample_prior_predictive(draws=4000, model=fixed, random_seed=1)

@@ -11,6 +11,7 @@ from scipy import stats
 from scipy.special import log_expit, log_softmax
 
 from bayes_rvm import _linalg
+from bayes_rvm._collapsed import loo_terms
 from bayes_rvm.evidence import LOG_2PI
 from bayes_rvm.posterior import gaussian_posterior
 from bayes_rvm.posterior import predictive as gaussian_predictive
@@ -47,24 +48,19 @@ def _gaussian_draws(mu: np.ndarray, L: np.ndarray, rng: np.random.Generator, n: 
 
 
 def _loo_gaussian(Phi, t, mu, L, beta) -> np.ndarray:
-    """``log p(t_n | t_-n)`` for ``t ~ N(0, C)``, ``C = beta^-1 I + Phi A^-1 Phi^T``.
-
-    With ``g = diag(C^-1)`` and ``c = C^-1 t``: ``t_n | t_-n ~ N(t_n - c_n / g_n, 1 / g_n)``
-    (Sundararajan and Keerthi 2001; Bürkner, Gabry and Vehtari 2021). By Woodbury,
-    ``C^-1 = beta I - beta^2 Phi Sigma Phi^T``, so ``c = beta (t - Phi mu)`` and
-    ``g_n = beta - beta^2 phi_n^T Sigma phi_n``: no ``N x N`` matrix. ``Phi``, ``mu`` and
-    ``L`` (the factor of ``Sigma^-1``) are over the active columns.
-    """
+    """``log p(t_n | t_-n)`` of the Gaussian marginal (:func:`bayes_rvm._collapsed.loo_terms`)
+    from the weight posterior: ``Phi``, ``mu`` and ``L`` (the factor of ``Sigma^-1``) over
+    the active columns."""
     mean, weight_var = gaussian_predictive(Phi, mu, L, None)  # Phi mu, phi_n^T Sigma phi_n
-    g = beta - beta**2 * weight_var
-    if np.any(g <= 0.0):  # g_n = 1 / var(t_n | t_-n) > 0 on the design the fit was made on
+    # 1 / var(t_n | t_-n) = beta - beta^2 phi_n^T Sigma phi_n > 0 on the design of the fit
+    outside = beta * weight_var >= 1.0
+    if np.any(outside):
         raise ValueError(
             "the leave-one-out terms need the design rows of the training inputs: "
-            f"{int(np.sum(g <= 0.0))} of {g.size} rows give a non-positive leave-one-out "
+            f"{int(np.sum(outside))} of {outside.size} rows give a non-positive leave-one-out "
             "precision, so Phi (or X) is not the one the fit was made on"
         )
-    c = beta * (t - mean)
-    return 0.5 * (np.log(g) - LOG_2PI - c**2 / g)
+    return loo_terms(t - mean, weight_var, beta)
 
 
 def _exact_weights(alpha, beta, Phi, t, rng) -> tuple[np.ndarray, np.ndarray]:

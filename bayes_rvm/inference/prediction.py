@@ -126,7 +126,9 @@ def predict(
         :func:`~bayes_rvm.rvm_weights` block.
     X_new : array, optional
         New inputs, for a model that holds its basis functions
-        (:func:`model_from_estimator`), given as ``model``.
+        (:func:`model_from_estimator`), given as ``model``: the map from inputs to design
+        rows is held by the model, not by the tree (it is code, which a netCDF file cannot
+        store), so a tree alone, also one loaded from disk, predicts at ``Phi_new`` only.
     random_seed : int, optional
     model : pymc.Model, optional
         The model the tree is a fit of; by default the model of an enclosing
@@ -150,9 +152,17 @@ def predict(
     ------
     ValueError
         When the tree does not say what model it is a fit of and no ``model`` is given;
-        for ``X_new`` with a model that holds no map from inputs to design rows.
+        for ``X_new`` without a model, or with a model that holds no map from inputs to
+        design rows.
     """
     model = _model_of(tree, model)
+    if X_new is not None and model is None:
+        raise ValueError(
+            "X_new needs the map from inputs to design rows, which the model holds and a "
+            "DataTree does not (the map is the fitted basis: kernel, centres, scales, code "
+            "that a netCDF file cannot store): pass the model the tree is a fit of, "
+            "predict(tree, X_new=..., model=model), or the design rows as Phi_new"
+        )
     known = package_likelihood(tree, model)
     if known is None:
         if X_new is not None:

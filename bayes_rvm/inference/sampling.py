@@ -14,6 +14,7 @@ import xarray as xr
 from pymc.sampling import mcmc as pm_mcmc
 from pymc.variational.callbacks import CheckParametersConvergence
 
+from bayes_rvm._collapsed import GRAM_MISMATCH, gram_matches
 from bayes_rvm._progress import interactive
 from bayes_rvm._validation import (
     check_open_unit,
@@ -29,11 +30,7 @@ from bayes_rvm.inference._draws import (
 )
 from bayes_rvm.inference.export import _complete, _Fitted, _record_inputs
 from bayes_rvm.inference.prediction import _check_new_design
-from bayes_rvm.pymc_model import (
-    _GRAM_MISMATCH,
-    gram_matches,
-    model_spec,
-)
+from bayes_rvm.pymc_model import model_spec
 from bayes_rvm.variational import fit_vb
 
 #: ``nuts_sampler`` name -> the module it needs (``None``: part of PyMC).
@@ -57,7 +54,7 @@ def _training_data(model: pm.Model) -> tuple[np.ndarray, np.ndarray]:
 def _fitted_model(model, spec) -> _Fitted:
     Phi, t = _training_data(model)
     if spec.parameterization == "collapsed" and not gram_matches(Phi, model["gram"].get_value()):
-        raise ValueError(_GRAM_MISMATCH)
+        raise ValueError(GRAM_MISMATCH)
     coords = {name: np.asarray(values) for name, values in model.coords.items()}
     return _Fitted(spec.likelihood, Phi, t, coords)
 
@@ -182,10 +179,11 @@ def sample(
         prediction draws made here.
     nuts_sampler : {"pymc", "nutpie", "numpyro"}, optional
         NUTS implementation; nutpie and numpyro are the optional ``samplers`` extra. By
-        default nutpie when it is installed (as ``pymc.sample`` does; it gave about three
-        times the ESS per second of PyMC's NUTS on the collapsed sinc model,
-        ``benchmarks/bench_sampling.py``), otherwise ``"pymc"``; ``"pymc"`` when ``step`` or
-        a ``callback`` is given.
+        default nutpie when it is installed (as ``pymc.sample`` does; on noisy sinc it
+        drew 1.5 times the ESS per second of sampling of PyMC's NUTS in the collapsed form
+        and about 8 times in the weight-space forms, after a few seconds' longer
+        compilation: ``benchmarks/bench_sampling.py``), otherwise ``"pymc"``; ``"pymc"``
+        when ``step`` or a ``callback`` is given.
     target_accept : float
         Step-size adaptation target; raise it (0.95-0.99) if divergences are reported.
     var_names : list of str, optional
