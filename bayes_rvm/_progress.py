@@ -52,7 +52,8 @@ def announce_compilation() -> None:
 
         def on_start(self, event_) -> None:
             function = getattr(event_.data.get("dispatcher"), "py_func", None)
-            if self.said or not getattr(function, "__module__", "").startswith("bayes_rvm"):
+            module = getattr(function, "__module__", None) or ""  # None for exec-made code
+            if self.said or not module.startswith("bayes_rvm"):
                 return
             self.said = True
             logger.info(COMPILING)
