@@ -11,18 +11,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from bayes_rvm import reproduce
+from bayes_rvm import RVC, datasets, reproduce
 from bayes_rvm.__main__ import main
-from bayes_rvm.reproduce import (
-    COLUMNS,
-    PROTOCOLS,
-    ROWS,
-    RowResult,
-    markdown,
-    normalised_means,
-    run_rows,
-    write_outputs,
-)
+from bayes_rvm.reproduce import PROTOCOLS, ROWS, _fitting, run_rows
+from bayes_rvm.reproduce._fitting import RowResult
+from bayes_rvm.reproduce._outputs import COLUMNS, markdown, normalised_means, write_outputs
+from bayes_rvm.reproduce._rows import Split
 
 #: One grid point, two folds: the pipeline end to end in about a second per row.
 TINY = replace(
@@ -228,7 +222,7 @@ def test_quick_run_all_rows(tmp_path):
     """``--quick`` over every row (USPS skipped when its data are absent)."""
     rows = [k for k in ROWS if k != "usps"]
     try:
-        reproduce.datasets.load_usps()
+        datasets.load_usps()
         rows.append("usps")
     except FileNotFoundError:
         pass
@@ -251,18 +245,18 @@ def test_classification_rows_run_rvc(monkeypatch, tmp_path):
     X = rng.normal(size=(60, 256)) + y[:, None]
     np.savez(tmp_path / "usps.npz", X_train=X, y_train=y, X_test=X[:9], y_test=y[:9])
     monkeypatch.setenv("BAYES_RVM_USPS", str(tmp_path))
-    fitted, fit = {}, reproduce._fit
+    fitted, fit = {}, _fitting._fit
 
     def keep(search, row, split, cv_subset=None):
         out = fit(search, row, split, cv_subset)
         fitted[row.key] = out["model"]  # the RVM's fit follows the SVM's
         return out
 
-    monkeypatch.setattr(reproduce, "_fit", keep)
+    monkeypatch.setattr(_fitting, "_fit", keep)
     results = run_rows(["pima", "usps"], protocol=TINY, repeats=1, log=_Sink())
     pima, usps = (r.runs[0] for r in results)
     model = fitted["usps"]
-    assert isinstance(model, reproduce.RVC) and model.multi_class == "ovr"
+    assert isinstance(model, RVC) and model.multi_class == "ovr"
     assert len(model.estimators_) == 3
     assert usps["rvm_vectors"] == sum(e.relevance_indices_.size for e in model.estimators_)
     assert usps["rvm_error"] == pytest.approx(0.0)  # well separated classes
@@ -279,16 +273,16 @@ def test_large_training_sets_cross_validate_on_a_subset():
     rng = np.random.default_rng(1)
     y = np.arange(80) % 3
     X = rng.normal(size=(80, 256)) + y[:, None]
-    split = reproduce.Split(X, y, X[:9], y[:9])
+    split = Split(X, y, X[:9], y[:9])
     row = ROWS["usps"]
     protocol = replace(TINY, cv_train=40)
-    cv = reproduce._cv(row, rng, protocol)
+    cv = _fitting._cv(row, rng, protocol)
     subset = np.sort(rng.choice(80, protocol.cv_train, replace=False))
     for search in (
-        reproduce._rvm_search(row, protocol, cv),
-        reproduce._svm_search(row, protocol, cv),
+        _fitting._rvm_search(row, protocol, cv),
+        _fitting._svm_search(row, protocol, cv),
     ):
-        fit = reproduce._fit(search, row, split, subset)
+        fit = _fitting._fit(search, row, split, subset)
         assert not hasattr(search, "best_estimator_")  # no refit on the subset
         assert search.cv_results_["split0_test_score"].size == 1
         model = fit["model"]
