@@ -13,7 +13,14 @@ import numpy as np
 from bayes_rvm import _linalg
 from bayes_rvm.evidence import Prior, log_evidence_gaussian
 
-__all__ = ["GaussianFit", "fit_gaussian", "gaussian_posterior", "precision_factor", "predictive"]
+__all__ = [
+    "GaussianFit",
+    "fit_gaussian",
+    "gaussian_posterior",
+    "posterior_from_rows",
+    "precision_factor",
+    "predictive",
+]
 
 
 def precision_factor(gram: np.ndarray, alpha: np.ndarray, beta: float) -> np.ndarray:
@@ -127,7 +134,9 @@ def fit_gaussian(
     alpha : array of shape (M,)
     beta : float
     gram, phi_t : arrays, optional
-        ``Phi^T Phi`` and ``Phi^T t`` when the caller has them (computed otherwise).
+        ``Phi^T Phi`` and ``Phi^T t`` when the caller has them. Without them the factor
+        and the mean come from the rows themselves (:func:`posterior_from_rows`), which
+        keeps their accuracy where ``Phi^T Phi`` would not.
     n_rows : int, optional
         ``N`` when ``Phi`` and ``t`` are a reduced design and target (see
         :class:`GaussianFit`).
@@ -136,10 +145,46 @@ def fit_gaussian(
     -------
     GaussianFit
     """
-    gram = Phi.T @ Phi if gram is None else gram
-    phi_t = Phi.T @ t if phi_t is None else phi_t
-    L, mu = gaussian_posterior(gram, phi_t, alpha, beta)
+    if gram is None and phi_t is None:
+        L, mu = posterior_from_rows(Phi, t, alpha, beta)
+    else:
+        gram = Phi.T @ Phi if gram is None else gram
+        phi_t = Phi.T @ t if phi_t is None else phi_t
+        L, mu = gaussian_posterior(gram, phi_t, alpha, beta)
     return GaussianFit(L, mu, t - Phi @ mu, alpha, beta, n_rows=n_rows)
+
+
+def posterior_from_rows(
+    Phi: np.ndarray, t: np.ndarray, alpha: np.ndarray, beta: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gaussian_posterior` from the design rows, without forming ``Phi^T Phi``.
+
+    ``mu`` minimises ``beta ||t - Phi w||^2 + w^T A w`` (Tipping 2001, eq. 12-13): the
+    least-squares problem of ``X = [beta^1/2 Phi; A^1/2]`` and ``[beta^1/2 t; 0]``, with
+    ``X^T X = A + beta Phi^T Phi``. The triangular ``R`` of ``X = Q R`` (positive
+    diagonal) is ``L^T``, and ``mu = R^-1 Q^T [beta^1/2 t; 0]``. ``cond(X)`` is the square
+    root of ``cond(A + beta Phi^T Phi)``: with nearly collinear columns whose ``1 / alpha``
+    span many decades (a broad kernel) the factor keeps the digits that forming
+    ``Phi^T Phi`` loses, and the log evidence from it with them.
+
+    Returns
+    -------
+    L : lower Cholesky factor of ``Sigma^-1``
+    mu : posterior mean
+    """
+    M = alpha.size
+    if M == 0:
+        return np.zeros((0, 0)), np.zeros(0)
+    root = np.sqrt(beta)
+    X = np.vstack([root * Phi, np.diag(np.sqrt(alpha))])
+    rhs = np.concatenate([root * t, np.zeros(M)])
+    # the last column of the R of [X | rhs] holds Q^T rhs over the first M rows
+    R = np.linalg.qr(np.column_stack([X, rhs]), mode="r")[:M]
+    signs = np.where(np.diag(R) < 0, -1.0, 1.0)  # R = diag(signs) L^T
+    L = (R[:, :M] * signs[:, None]).T
+    # Tipping (2001) eq. 13: mu = beta Sigma Phi^T t, here R mu = Q^T [beta^1/2 t; 0]
+    mu = _linalg.solve_lower(L, R[:, M] * signs, transpose=True)
+    return L, mu
 
 
 def predictive(

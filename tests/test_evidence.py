@@ -148,6 +148,22 @@ def test_gaussian_fit_objective_equals_dense_evidence_plus_hyperprior(problem):
     np.testing.assert_allclose(fit.sigma_diag, np.diag(np.linalg.inv(H)), rtol=1e-10)
 
 
+def test_posterior_from_rows_agrees_with_the_products_route(problem):
+    """The two routes to eq. 12-13: the rows (QR of ``[beta^1/2 Phi; A^1/2]``) and the
+    products ``Phi^T Phi``, ``Phi^T t``, on a well-conditioned design; no column: empty."""
+    Phi, t, alpha, beta = problem
+    rows = fit_gaussian(Phi, t, alpha, beta)
+    products = fit_gaussian(Phi, t, alpha, beta, gram=Phi.T @ Phi, phi_t=Phi.T @ t)
+    np.testing.assert_allclose(rows.L, products.L, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(rows.mu, products.mu, rtol=1e-10)
+    assert rows.log_marginal() == pytest.approx(products.log_marginal(), rel=1e-12)
+    empty = fit_gaussian(Phi[:, :0], t, alpha[:0], beta)
+    assert empty.L.shape == (0, 0) and empty.mu.shape == (0,)
+    assert empty.log_marginal() == pytest.approx(
+        log_evidence_dense(Phi[:, :0], t, alpha[:0], beta)
+    )
+
+
 def test_noise_variance_is_the_stationary_point_of_the_evidence(problem):
     """Eq. 46 is the fixed point of d(eq. 36)/d beta = 0 at fixed gamma: with the prior's
     c, d terms, the derivative of the dense evidence vanishes at it to first order."""
