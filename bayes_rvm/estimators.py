@@ -131,6 +131,23 @@ def _check_centres(value, name: str):
 _SCALED_KERNELS = ("rbf", "laplacian", "poly")
 
 
+def _distinct_rows(X, sample_weight: np.ndarray | None) -> np.ndarray | None:
+    """The training rows that are candidate centres when ``centres=None``: one of each
+    distinct input (its first row) among the rows of positive weight, ascending; ``None``
+    when that is every row (each input once, no weight 0).
+
+    A weight of 0 leaves the row out and a weight of ``k`` stands for the row repeated
+    ``k`` times, centres included: equal inputs give one kernel function, not equal
+    columns.
+    """
+    X = np.asarray(X)  # a dask array: the inputs its basis gathers as centres anyway
+    rows = np.arange(X.shape[0]) if sample_weight is None else np.flatnonzero(sample_weight > 0)
+    _, first = np.unique(X[rows], axis=0, return_index=True)
+    if first.size == X.shape[0]:
+        return None
+    return rows[np.sort(first)]
+
+
 @dataclass(repr=False, eq=False)
 class _BaseRVM(BaseEstimator):
     """Shared plumbing: kernel and basis from the constructor options, fitted attributes.
@@ -263,9 +280,26 @@ class _BaseRVM(BaseEstimator):
                 f"{type(self).__name__} needs at least 2 samples; got {X.shape[0]} sample"
             )
 
-    def _build_basis(self, X: np.ndarray, sample_weight=None) -> KernelBasis:
+    def _candidates(self, X, sample_weight=None) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The candidate centres (:func:`~bayes_rvm.basis.choose_centres`; ``None``: every
+        training input) and, when they are some of the training rows because ``centres``
+        is ``None`` (:func:`_distinct_rows`), those rows (else ``None``). With
+        ``optimize_scales`` the centres are every training input (the learned scales move
+        the inputs, not a set of centres); with ``kernel="precomputed"``, ``(None, None)``
+        (the columns of the Gram matrix are the basis functions)."""
+        if isinstance(self.kernel, str) and self.kernel == "precomputed":
+            return None, None
+        centres = choose_centres(X, self.centres, self.random_state)
+        if centres is not None or self.optimize_scales:
+            return centres, None
+        rows = _distinct_rows(X, sample_weight)
+        return (None, None) if rows is None else (np.asarray(X)[rows], rows)
+
+    def _build_basis(self, X: np.ndarray, sample_weight=None, candidates=None) -> KernelBasis:
         """The training design matrix from the constructor options (read at fit only), with
-        the rows' ``sample_weight`` (or ``None``) where ``gamma="scale"`` is resolved."""
+        the rows' ``sample_weight`` (or ``None``) where ``gamma="scale"`` is resolved and
+        the candidate centres chosen; ``candidates``: those of :meth:`_candidates`, when
+        already chosen."""
         if isinstance(self.kernel, str) and self.kernel == "precomputed":
             if X.shape[0] != X.shape[1]:
                 raise ValueError(
@@ -285,8 +319,8 @@ class _BaseRVM(BaseEstimator):
             return PrecomputedBasis(X, bias=self.bias)
         gamma = self._resolve_gamma(X, sample_weight)
         kernel = get_kernel(self.kernel, gamma, self.degree, self.coef0)
-        centres = choose_centres(X, self.centres, self.random_state)
-        if centres is not None and self.optimize_scales:
+        centres, _ = self._candidates(X, sample_weight) if candidates is None else candidates
+        if self.centres is not None and self.optimize_scales:
             raise ValueError(
                 "optimize_scales=True learns the scales with every training input as a "
                 "centre: use centres=None"
@@ -317,7 +351,10 @@ class _BaseRVM(BaseEstimator):
         """The solver's fit, with the input scales learned when ``optimize_scales``; stores
         the fitted attributes. ``basis``: the basis :meth:`_build_basis` would build,
         already built (shared by the classifiers of one-vs-rest)."""
-        basis = self._build_basis(X, sample_weight) if basis is None else basis
+        rows = None  # the training rows of the candidate centres, with centres=None
+        if basis is None:
+            candidates = self._candidates(X, sample_weight)
+            basis, rows = self._build_basis(X, sample_weight, candidates), candidates[1]
         options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
             options.update(c=self.c, d=self.d, noise_var=self.noise_var)
@@ -348,16 +385,20 @@ class _BaseRVM(BaseEstimator):
             self.scales_ = fit.scales
             self.scales_fit_ = fit
             result, basis = fit.result, fit.basis
-        self._store(result, basis, X)
+        self._store(result, basis, X, rows)
 
-    def _store(self, result, basis: KernelBasis, X: np.ndarray) -> None:
-        """Fitted attributes from a :class:`~bayes_rvm.Type2Result` and its training basis."""
+    def _store(self, result, basis: KernelBasis, X: np.ndarray, rows=None) -> None:
+        """Fitted attributes from a :class:`~bayes_rvm.Type2Result` and its training basis;
+        ``rows``: the training rows of the basis's candidate centres (``None``: the centres
+        are every training input, or given)."""
         fitted = basis.restrict(result.active)
         self.basis_ = fitted
         self.result_ = result
         self.n_train_ = fitted.n_train
         self.kernel_ = None if isinstance(basis, PrecomputedBasis) else basis.kernel
-        self.relevance_indices_ = fitted.relevance_indices
+        self.relevance_indices_ = (
+            fitted.relevance_indices if rows is None else rows[fitted.relevance_indices]
+        )
         self.relevance_vectors_ = (
             X[self.relevance_indices_]
             if isinstance(basis, PrecomputedBasis)
@@ -499,7 +540,10 @@ or callable, default="rbf"
         and targets and costs ``O(N M)`` per test input.
     centres : None, int or array of shape (n_centres, n_features), default=None
         Candidate centres of the kernel basis functions. ``None``: every training input,
-        as in the paper (a pass over the basis costs ``N^2`` kernel values). An int: that
+        as in the paper (a pass over the basis costs ``N^2`` kernel values); an input given
+        in several rows is one centre, and a row of ``sample_weight`` 0 is none (its
+        relevance vectors then also fill ``basis_.centres``; ``relevance_indices_`` name
+        the first training row of each; with ``optimize_scales``, every row). An int: that
         many centres chosen among the training inputs by k-means++
         (:func:`sklearn.cluster.kmeans_plusplus`, seeded by ``random_state``). An array:
         the given centres. A pass then costs ``N n_centres`` kernel values; the relevance
@@ -521,8 +565,9 @@ or callable, default="rbf"
     ----------
     relevance_vectors_ : ndarray of shape (n_relevance, n_features)
     relevance_indices_ : ndarray of int
-        Rows of the training data that are relevance vectors (columns of the Gram matrix
-        with ``kernel="precomputed"``; rows of ``basis_.centres`` with ``centres``).
+        Rows of the training data that are relevance vectors, the first row of an input
+        given in several (columns of the Gram matrix with ``kernel="precomputed"``; rows of
+        ``basis_.centres`` with ``centres`` an int or an array).
     coef_ : ndarray of shape (n_relevance,)
         Posterior mean weights of the relevance vectors.
     intercept_ : float
@@ -612,9 +657,12 @@ or callable, default="rbf"
             Real targets.
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weights: sample ``n`` has noise precision ``beta w_n``, and the
-            noise is learned from ``sum(w)`` observations, so a weight of 2 fits exactly as
-            the sample repeated twice (and a weight of 0 as the sample left out). Not with
-            ``optimize_scales``.
+            noise is learned from ``sum(w)`` observations, so a weight of 2 fits as the
+            sample repeated twice and a weight of 0 as the sample left out. With
+            ``centres=None`` that holds for the basis too: the candidate centres are the
+            distinct inputs of positive weight (a sample of weight 0 is no centre, and
+            repeated inputs are one centre), and ``gamma="scale"`` counts each sample
+            ``w_n`` times. Not with ``optimize_scales``.
 
         Raises
         ------
@@ -896,8 +944,9 @@ or callable, default="rbf"
             Non-negative weights ``w_n`` of the samples' log likelihoods,
             ``sum_n w_n log P(t_n | x_n)`` (a weighted Bernoulli or softmax likelihood in
             the Laplace mode and evidence): a weight of 2 fits as the sample repeated
-            twice on the same basis functions, a weight of 0 as the sample left out
-            (its kernel function stays a candidate). Multiplied by the weights of
+            twice, a weight of 0 as the sample left out, the basis included with
+            ``centres=None`` (the candidate centres are the distinct inputs of positive
+            weight, see :meth:`RVR.fit`). Multiplied by the weights of
             ``class_weight``. One-vs-rest passes them to each binary classifier. Not with
             ``optimize_scales``.
 
@@ -943,15 +992,12 @@ or callable, default="rbf"
         sample_weight = self._sample_weight(codes, check_sample_weight(sample_weight, y.size))
         if n_classes > 2 and self.multi_class == "ovr":
             # the same candidate centres for every classifier
-            centres = choose_centres(X, self.centres, self.random_state)
+            centres, rows = self._candidates(X, sample_weight)
             self.estimators_ = self._fit_one_vs_rest(X, codes, centres, sample_weight)
             self.kernel_ = self.estimators_[0].kernel_
-            self.relevance_indices_ = np.unique(
-                np.concatenate([e.relevance_indices_ for e in self.estimators_])
-            )
-            self.relevance_vectors_ = np.asarray(
-                (X if centres is None else centres)[self.relevance_indices_]
-            )
+            kept = np.unique(np.concatenate([e.relevance_indices_ for e in self.estimators_]))
+            self.relevance_vectors_ = np.asarray((X if centres is None else centres)[kept])
+            self.relevance_indices_ = kept if rows is None else rows[kept]
             self.n_relevance_ = sum(e.n_relevance_ for e in self.estimators_)
             self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
             self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
