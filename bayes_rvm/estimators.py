@@ -423,7 +423,14 @@ class _BaseRVM(BaseEstimator):
             )
         self.active_names_ = list(fitted.column_names)
         self.alpha_ = result.alpha
-        self.sigma_ = result.Sigma
+        with np.errstate(over="ignore", invalid="ignore"):
+            self.sigma_ = result.Sigma
+        if not np.all(np.isfinite(self.sigma_)):
+            raise ValueError(
+                "the fit is outside the float range in the units of the data: the posterior "
+                f"covariance of the weights (sigma_) exceeds {np.finfo(float).max:.3g}; "
+                "rescale y or X (the type-II fit is invariant to the scale of both)"
+            )
         self.log_evidence_ = result.log_evidence
         self.log_evidence_path_ = result.log_evidence_path
         self.n_iter_ = result.n_iter
@@ -667,8 +674,10 @@ or callable, default="rbf"
         Raises
         ------
         ValueError
-            NaN or infinite values, fewer than 2 samples, inconsistent lengths, or an
-            invalid option. A fit that raises leaves a previous fit intact.
+            NaN or infinite values, fewer than 2 samples, inconsistent lengths, an
+            invalid option, or targets so large or small that the fit (its precisions,
+            noise variance or weight covariance ``sigma_``) is outside the float range.
+            A fit that raises leaves a previous fit intact.
         TypeError
             Sparse ``X``, or non-numeric ``X`` or ``y``.
 
