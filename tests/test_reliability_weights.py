@@ -59,12 +59,18 @@ def test_rvr_sample_weight_of_two_is_a_duplicated_row(sinc):
 
 @pytest.mark.parametrize(
     ("model", "task"),
-    [(RVR(solver="mackay", tol=1e-10), "regression"), (RVC(tol=1e-10), "classification")],
+    [
+        (RVR(solver="mackay", tol=1e-10, noise_var=0.01), "regression"),
+        (RVC(tol=1e-10), "classification"),
+    ],
 )
 def test_default_gamma_counts_weighted_rows(model, task):
     """gamma="scale" (the default) from the variance of the rows as weighted: a weight of 2
     fits as the row repeated, 0 as the row left out, on a fixed set of candidate centres.
-    With the unweighted X.var() the two gammas differed (0.0825 against 0.0892 here)."""
+    With the unweighted X.var() the two gammas differed (0.0825 against 0.0892 here).
+    The regression fixes the noise: a learned noise starts from the weighted rows, not from
+    the rows counted w_n times, and from there MacKay's updates reach another local
+    maximum here (see test_default_centres_are_the_distinct_rows_of_positive_weight)."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3)) * [1.0, 3.0, 0.5] + [0.0, 2.0, -1.0]
     y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.normal(size=40)
