@@ -1,24 +1,23 @@
 """scikit-learn estimators on top of the type-II solvers.
 
 The estimators only orchestrate: validate, build the basis, call
-:func:`~bayes_rvm.fit_type2`, and expose the result as fitted attributes.
+:func:`~bayes_rvm.fit_type2`, and expose the result as fitted attributes (the steps
+they share are in ``bayes_rvm._estimator_base``).
 """
 
 from __future__ import annotations
 
-import numbers
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
-from typing import ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone, is_classifier
-from sklearn.utils import check_random_state
+from sklearn.base import ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.class_weight import compute_class_weight
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from bayes_rvm._estimator_base import _BaseRVM
 from bayes_rvm._progress import ProgressLine
 from bayes_rvm._validation import (
     check_bool,
@@ -27,50 +26,21 @@ from bayes_rvm._validation import (
     check_noise_var,
     check_nonnegative,
     check_positive_int,
-    check_positive_real,
-    check_real,
     check_sample_weight,
     check_target,
-    check_untimed,
     lookup,
     none_or,
     one_of,
     validate_parameters,
 )
 from bayes_rvm.augmented import augmented_predictive, default_alpha_star
-from bayes_rvm.basis import (
-    BLOCK_BYTES,
-    ExtraColumns,
-    HeldKernelBasis,
-    KernelBasis,
-    PrecomputedBasis,
-    choose_centres,
-)
-from bayes_rvm.kernels import Kernel, check_gamma, check_kernel, get_kernel
+from bayes_rvm.basis import BLOCK_BYTES, HeldKernelBasis, KernelBasis
 from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
-from bayes_rvm.solvers import (
-    SOLVER_CHOICES,
-    Prior,
-    default_solver,
-    fit_type2,
-    fit_type2_scales,
-)
+from bayes_rvm.solvers import Prior
 from bayes_rvm.solvers._fit import column_scales
 from bayes_rvm.solvers.sequential import LargeSchedule
 
 __all__ = ["RVC", "RVR"]
-
-
-def _is_fitted_attribute(name: str) -> bool:
-    """scikit-learn's rule for a fitted attribute: public, with a trailing underscore."""
-    return name.endswith("_") and not name.startswith("_")
-
-
-def _check_verbose(value, name: str):
-    """``verbose``: a boolean or a level >= 0."""
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    return check_positive_int(value, name, minimum=0)
 
 
 def _check_n_jobs(value, name: str) -> int:
@@ -94,334 +64,6 @@ def _check_class_weight(value, name: str):
     for label, weight in value.items():
         check_nonnegative(weight, f"{name}[{label!r}]")
     return value
-
-
-def _check_extra_columns(value, name: str) -> ExtraColumns:
-    return ExtraColumns(value)
-
-
-def _check_random_state(value, name: str):
-    try:
-        return check_random_state(value)
-    except ValueError as err:
-        raise ValueError(
-            f"{name} must be None, an int in [0, 2**32 - 1] or a numpy RandomState; got {value!r}"
-        ) from err
-
-
-def _is_dask_array(X) -> bool:
-    """Whether ``X`` is a dask array (without importing dask)."""
-    return type(X).__module__.partition(".")[0] == "dask"
-
-
-def _check_centres(value, name: str):
-    """``centres``: ``None``, a number of centres >= 1, or an array of centres (checked
-    against the inputs at fit, by :func:`bayes_rvm.basis.choose_centres`)."""
-    if value is None or hasattr(value, "shape") or isinstance(value, list | tuple):
-        return value
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be None, a number of centres or an array of centres, got "
-            f"{value!r} ({type(value).__name__})"
-        )
-    return check_positive_int(value, name)
-
-
-#: Kernel names that take ``gamma``.
-_SCALED_KERNELS = ("rbf", "laplacian", "poly")
-
-
-@dataclass(repr=False, eq=False)
-class _BaseRVM(BaseEstimator):
-    """Shared plumbing: kernel and basis from the constructor options, fitted attributes.
-
-    The constructor parameters are dataclass fields: the shared ones here, each
-    estimator's own in its class (keyword-only). The generated ``__init__`` only stores
-    them, with an explicit signature, which is what scikit-learn's ``get_params``,
-    ``clone`` and ``check_estimator`` read.
-    """
-
-    kernel: str | Kernel | Callable = "rbf"
-    _: KW_ONLY
-    gamma: float | np.ndarray | str = "scale"
-    degree: int = 3
-    coef0: float = 1.0
-    bias: bool = True
-    solver: str = "auto"
-    a: float = 0.0
-    b: float = 0.0
-    max_iter: int | None = None
-    tol: float = 1e-6
-    optimize_scales: bool = False
-    extra_columns: Sequence | None = None
-    centres: int | np.ndarray | None = None
-    random_state: int | np.random.RandomState | None = None
-    verbose: bool | int = False
-
-    #: Parameter name -> ``check(value, name)``, run at the start of every fit
-    #: (:func:`~bayes_rvm._validation.validate_parameters`).
-    _parameter_constraints: ClassVar[dict[str, Callable]] = {
-        "kernel": check_kernel,
-        "gamma": check_gamma,
-        "degree": check_positive_int,
-        "coef0": check_real,
-        "bias": check_bool,
-        "solver": none_or(one_of(SOLVER_CHOICES)),
-        "a": check_nonnegative,
-        "b": check_nonnegative,
-        "max_iter": none_or(check_positive_int),
-        "tol": check_positive_real,
-        "optimize_scales": check_bool,
-        "extra_columns": none_or(_check_extra_columns),
-        "centres": _check_centres,
-        "random_state": _check_random_state,
-        "verbose": _check_verbose,
-    }
-
-    def _fit_atomic(self, X, y, **fit_params):
-        """Fit a fresh copy (:func:`sklearn.base.clone`), then take over its fitted state.
-
-        The subclass's ``_fit(X, y)`` validates and fits, setting the fitted attributes
-        on the copy. A fit that raises (bad data, a failing solver) leaves ``self`` as it was: a
-        previous fit stays intact and predicts as before. A fit that succeeds replaces
-        every fitted attribute, so none of an earlier fit survives (``estimators_`` of a
-        one-vs-rest fit, ``scales_fit_``, ``feature_names_in_``). The fitted state is all
-        public, named by scikit-learn's convention (what ``check_is_fitted`` looks for:
-        a trailing underscore); attributes that scikit-learn's machinery sets on the
-        estimator around a fit (private names) are left alone.
-        """
-        fitted = clone(self)
-        fitted._fit(X, y, **fit_params)
-        for name in [name for name in vars(self) if _is_fitted_attribute(name)]:
-            delattr(self, name)
-        vars(self).update({k: v for k, v in vars(fitted).items() if _is_fitted_attribute(k)})
-        return self
-
-    def _resolve_gamma(self, X: np.ndarray, sample_weight: np.ndarray | None = None):
-        """The kernel's gamma; "scale" is ``1 / (n_features X.var())`` with the variance over
-        the rows counted with their sample weights (a weight of 2 as the row repeated, 0 as
-        the row left out)."""
-        if isinstance(self.kernel, str) and self.kernel not in _SCALED_KERNELS:
-            return 1.0  # the kernel has no gamma
-        if isinstance(self.gamma, str) and self.gamma == "scale":
-            if sample_weight is not None:
-                X, sample_weight = X[sample_weight > 0], sample_weight[sample_weight > 0]
-            # X.var() computed on X / max|X| so that it cannot overflow
-            largest = float(np.max(np.abs(X)))
-            if largest == 0:
-                return 1.0
-            Z = X / largest
-            if sample_weight is None:
-                spread = float(Z.var())
-            else:  # the variance of the entries, each row counted w_n times
-                centre = np.average(Z.mean(axis=1), weights=sample_weight)
-                spread = float(np.average(((Z - centre) ** 2).mean(axis=1), weights=sample_weight))
-            with np.errstate(over="ignore", divide="ignore"):
-                gamma = 1.0 / (X.shape[1] * spread) / largest / largest if spread > 0 else 1.0
-            if not (np.isfinite(gamma) and gamma > 0):
-                raise ValueError(
-                    "gamma='scale' is 1 / (n_features * X.var()), which is outside the float "
-                    f"range for these inputs (largest |x| = {largest:.3g}); rescale X (e.g. "
-                    "StandardScaler) or pass a number"
-                )
-            return gamma
-        if isinstance(self.gamma, str):  # "auto", checked by the parameter constraints
-            return 1.0 / X.shape[1]
-        return self.gamma
-
-    def _validate_training(self, X, y, **kwargs) -> tuple:
-        """Training inputs and labels as the fit uses them: ``validate_data`` for
-        in-memory inputs; a dask array stays on its workers, chunked by rows
-        (:func:`bayes_rvm.dask.check_dask_inputs`), and ``y`` is gathered. Dates and
-        durations are refused as inputs and as regression targets
-        (:func:`~bayes_rvm._validation.check_untimed`); class labels may be of any type."""
-        check_untimed(X, "X")
-        if not is_classifier(self):
-            check_untimed(y, "y")
-        if not _is_dask_array(X):
-            return validate_data(self, X, y, dtype=np.float64, **kwargs)
-        from bayes_rvm.dask import check_dask_inputs
-
-        X = check_dask_inputs(X)
-        y = np.asarray(y)
-        if y.shape[:1] != X.shape[:1]:
-            raise ValueError(
-                f"X and y have inconsistent numbers of samples: {X.shape[0]} and "
-                f"{y.shape[0] if y.ndim else y}"
-            )
-        self.n_features_in_ = int(X.shape[1])
-        return X, y
-
-    def _validate_new(self, X) -> np.ndarray:
-        """Inputs to predict at (or to evaluate the design at), checked against the fit."""
-        check_untimed(X, "X")
-        return validate_data(self, X, reset=False, dtype=np.float64)
-
-    def _check_n_samples(self, X: np.ndarray) -> None:
-        if X.shape[0] < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs at least 2 samples; got {X.shape[0]} sample"
-            )
-
-    def _build_basis(self, X: np.ndarray, sample_weight=None) -> KernelBasis:
-        """The training design matrix from the constructor options (read at fit only), with
-        the rows' ``sample_weight`` (or ``None``) where ``gamma="scale"`` is resolved."""
-        if isinstance(self.kernel, str) and self.kernel == "precomputed":
-            if X.shape[0] != X.shape[1]:
-                raise ValueError(
-                    "with kernel='precomputed', X must be the square training Gram matrix; "
-                    f"got shape {X.shape}"
-                )
-            if self.extra_columns:
-                raise ValueError(
-                    "extra_columns need the inputs; with kernel='precomputed' X is a Gram "
-                    "matrix: append the extra columns to it instead"
-                )
-            if self.centres is not None:
-                raise ValueError(
-                    "centres do not apply to kernel='precomputed': the columns of the Gram "
-                    "matrix are the basis functions"
-                )
-            return PrecomputedBasis(X, bias=self.bias)
-        gamma = self._resolve_gamma(X, sample_weight)
-        kernel = get_kernel(self.kernel, gamma, self.degree, self.coef0)
-        centres = choose_centres(X, self.centres, self.random_state)
-        if centres is not None and self.optimize_scales:
-            raise ValueError(
-                "optimize_scales=True learns the scales with every training input as a "
-                "centre: use centres=None"
-            )
-        if _is_dask_array(X):
-            from bayes_rvm.dask import DaskKernelBasis
-
-            return DaskKernelBasis(
-                X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or ()
-            )
-        return KernelBasis(
-            X, kernel, centres=centres, bias=self.bias, extra=self.extra_columns or (),
-            n_jobs=self._pass_jobs(),
-        )  # fmt: skip
-
-    def _pass_jobs(self) -> int | None:
-        """Threads for the passes over the kernel basis (:class:`KernelBasis` ``n_jobs``)."""
-        return None
-
-    def _fit_type2(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        likelihood: str,
-        sample_weight=None,
-        basis: KernelBasis | None = None,
-    ) -> None:
-        """The solver's fit, with the input scales learned when ``optimize_scales``; stores
-        the fitted attributes. ``basis``: the basis :meth:`_build_basis` would build,
-        already built (shared by the classifiers of one-vs-rest)."""
-        basis = self._build_basis(X, sample_weight) if basis is None else basis
-        options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
-        if likelihood == "gaussian":
-            options.update(c=self.c, d=self.d, noise_var=self.noise_var)
-        if sample_weight is not None:
-            if self.optimize_scales:
-                raise ValueError("sample_weight is not supported with optimize_scales=True")
-            options.update(sample_weight=sample_weight)
-        solver = default_solver(self.solver, likelihood, self.a, self.b)
-        self.scales_ = None
-        if not self.optimize_scales:
-            result = fit_type2(basis, y, likelihood, solver, verbose=self.verbose, **options)
-        elif isinstance(basis, PrecomputedBasis):
-            raise ValueError("optimize_scales=True needs the inputs, not kernel='precomputed'")
-        elif _is_dask_array(X):
-            raise ValueError("optimize_scales=True needs inputs in memory, not a dask array")
-        else:
-            fit = fit_type2_scales(
-                X,
-                y,
-                basis.kernel,
-                likelihood,
-                solver,
-                bias=self.bias,
-                extra=basis.extra,
-                verbose=self.verbose,
-                **options,
-            )
-            self.scales_ = fit.scales
-            self.scales_fit_ = fit
-            result, basis = fit.result, fit.basis
-        self._store(result, basis, X)
-
-    def _store(self, result, basis: KernelBasis, X: np.ndarray) -> None:
-        """Fitted attributes from a :class:`~bayes_rvm.Type2Result` and its training basis."""
-        fitted = basis.restrict(result.active)
-        self.basis_ = fitted
-        self.result_ = result
-        self.n_train_ = fitted.n_train
-        self.kernel_ = None if isinstance(basis, PrecomputedBasis) else basis.kernel
-        self.relevance_indices_ = fitted.relevance_indices
-        self.relevance_vectors_ = (
-            X[self.relevance_indices_]
-            if isinstance(basis, PrecomputedBasis)
-            else fitted.relevance_vectors
-        )
-        self.intercept_active_ = bool(fitted.is_bias.any())
-        self.coef_ = result.mu[fitted.is_kernel]
-        zero = np.zeros(result.mu.shape[1]) if result.mu.ndim == 2 else 0.0
-        intercept = result.mu[fitted.is_bias]
-        if result.mu.ndim == 2:  # softmax: one column per class
-            self.intercept_ = intercept[0] if intercept.size else zero
-        else:
-            self.intercept_ = float(intercept[0]) if intercept.size else 0.0
-        # Extra columns (Sec. 4.3) by name; pruned ones have weight 0.
-        self.extra_coef_ = {
-            name: np.copy(zero) if np.ndim(zero) else zero for name in fitted.extra_names
-        }
-        for position in np.flatnonzero(fitted.is_extra):
-            weight = result.mu[position]
-            self.extra_coef_[fitted.column_names[position]] = (
-                weight if weight.ndim else float(weight)
-            )
-        self.active_names_ = list(fitted.column_names)
-        self.alpha_ = result.alpha
-        self.sigma_ = result.Sigma
-        self.log_evidence_ = result.log_evidence
-        self.log_evidence_path_ = result.log_evidence_path
-        self.n_iter_ = result.n_iter
-
-    def _by_row_blocks(self, X: np.ndarray, function: Callable):
-        """``function(Phi)`` over the design rows of ``X`` in blocks of bounded memory
-        (:meth:`~bayes_rvm.basis.FittedBasis.design_blocks`), joined along the rows;
-        ``function`` returns an array or a tuple of arrays with one row per input."""
-        parts = [function(Phi) for Phi in self.basis_.design_blocks(X)]
-        if isinstance(parts[0], tuple):
-            return tuple(np.concatenate(columns) for columns in zip(*parts, strict=True))
-        return np.concatenate(parts)
-
-    def design_matrix(self, X) -> np.ndarray:
-        """Design rows of inputs ``X`` over the fitted active basis functions.
-
-        The matrix :meth:`predict` multiplies the weights with: one column per entry of
-        ``alpha_`` (named in ``active_names_``), the kernel centred on each relevance
-        vector at the fitted kernel (learned input scales included), the bias and the
-        extra columns the fit kept. With ``kernel="precomputed"``, ``X`` holds the kernel
-        values ``k(x_new, x_train)``.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_active)
-        """
-        check_is_fitted(self)
-        if hasattr(self, "estimators_"):
-            raise ValueError(
-                "a one-vs-rest RVC has one basis per classifier: use "
-                "estimators_[k].design_matrix(X)"
-            )
-        X = self._validate_new(X)
-        return self.basis_.design(X)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = isinstance(self.kernel, str) and self.kernel == "precomputed"
-        return tags
 
 
 #: ``predictive`` option of :class:`RVR` -> description (the valid names).
@@ -499,7 +141,10 @@ or callable, default="rbf"
         and targets and costs ``O(N M)`` per test input.
     centres : None, int or array of shape (n_centres, n_features), default=None
         Candidate centres of the kernel basis functions. ``None``: every training input,
-        as in the paper (a pass over the basis costs ``N^2`` kernel values). An int: that
+        as in the paper (a pass over the basis costs ``N^2`` kernel values); an input given
+        in several rows is one centre, and a row of ``sample_weight`` 0 is none (its
+        relevance vectors then also fill ``basis_.centres``; ``relevance_indices_`` name
+        the first training row of each; with ``optimize_scales``, every row). An int: that
         many centres chosen among the training inputs by k-means++
         (:func:`sklearn.cluster.kmeans_plusplus`, seeded by ``random_state``). An array:
         the given centres. A pass then costs ``N n_centres`` kernel values; the relevance
@@ -521,8 +166,9 @@ or callable, default="rbf"
     ----------
     relevance_vectors_ : ndarray of shape (n_relevance, n_features)
     relevance_indices_ : ndarray of int
-        Rows of the training data that are relevance vectors (columns of the Gram matrix
-        with ``kernel="precomputed"``; rows of ``basis_.centres`` with ``centres``).
+        Rows of the training data that are relevance vectors, the first row of an input
+        given in several (columns of the Gram matrix with ``kernel="precomputed"``; rows of
+        ``basis_.centres`` with ``centres`` an int or an array).
     coef_ : ndarray of shape (n_relevance,)
         Posterior mean weights of the relevance vectors.
     intercept_ : float
@@ -612,15 +258,20 @@ or callable, default="rbf"
             Real targets.
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weights: sample ``n`` has noise precision ``beta w_n``, and the
-            noise is learned from ``sum(w)`` observations, so a weight of 2 fits exactly as
-            the sample repeated twice (and a weight of 0 as the sample left out). Not with
-            ``optimize_scales``.
+            noise is learned from ``sum(w)`` observations, so a weight of 2 fits as the
+            sample repeated twice and a weight of 0 as the sample left out. With
+            ``centres=None`` that holds for the basis too: the candidate centres are the
+            distinct inputs of positive weight (a sample of weight 0 is no centre, and
+            repeated inputs are one centre), and ``gamma="scale"`` counts each sample
+            ``w_n`` times. Not with ``optimize_scales``.
 
         Raises
         ------
         ValueError
-            NaN or infinite values, fewer than 2 samples, inconsistent lengths, or an
-            invalid option. A fit that raises leaves a previous fit intact.
+            NaN or infinite values, fewer than 2 samples, inconsistent lengths, an
+            invalid option, or targets so large or small that the fit (its precisions,
+            noise variance or weight covariance ``sigma_``) is outside the float range.
+            A fit that raises leaves a previous fit intact.
         TypeError
             Sparse ``X``, or non-numeric ``X`` or ``y``.
 
@@ -896,8 +547,9 @@ or callable, default="rbf"
             Non-negative weights ``w_n`` of the samples' log likelihoods,
             ``sum_n w_n log P(t_n | x_n)`` (a weighted Bernoulli or softmax likelihood in
             the Laplace mode and evidence): a weight of 2 fits as the sample repeated
-            twice on the same basis functions, a weight of 0 as the sample left out
-            (its kernel function stays a candidate). Multiplied by the weights of
+            twice, a weight of 0 as the sample left out, the basis included with
+            ``centres=None`` (the candidate centres are the distinct inputs of positive
+            weight, see :meth:`RVR.fit`). Multiplied by the weights of
             ``class_weight``. One-vs-rest passes them to each binary classifier. Not with
             ``optimize_scales``.
 
@@ -943,15 +595,12 @@ or callable, default="rbf"
         sample_weight = self._sample_weight(codes, check_sample_weight(sample_weight, y.size))
         if n_classes > 2 and self.multi_class == "ovr":
             # the same candidate centres for every classifier
-            centres = choose_centres(X, self.centres, self.random_state)
+            centres, rows = self._candidates(X, sample_weight)
             self.estimators_ = self._fit_one_vs_rest(X, codes, centres, sample_weight)
             self.kernel_ = self.estimators_[0].kernel_
-            self.relevance_indices_ = np.unique(
-                np.concatenate([e.relevance_indices_ for e in self.estimators_])
-            )
-            self.relevance_vectors_ = np.asarray(
-                (X if centres is None else centres)[self.relevance_indices_]
-            )
+            kept = np.unique(np.concatenate([e.relevance_indices_ for e in self.estimators_]))
+            self.relevance_vectors_ = np.asarray((X if centres is None else centres)[kept])
+            self.relevance_indices_ = kept if rows is None else rows[kept]
             self.n_relevance_ = sum(e.n_relevance_ for e in self.estimators_)
             self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
             self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])

@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -219,3 +220,23 @@ def test_augmented_predictive_outlives_the_cluster_and_pickling(data):
     for model in (remote, pickle.loads(pickle.dumps(remote))):
         for got, want in zip(model.predict(X[:50], return_std=True), expected, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("model", [RVR(gamma=0.5), RVC(gamma=0.5)], ids=["rvr", "rvc"])
+def test_weighted_dask_fit_is_the_fit_of_the_repeated_rows(model):
+    """On a dask array too, a row of weight 0 is no candidate centre and a weight of k
+    stands for the row repeated k times (one centre per distinct input)."""
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-3, 3, size=(60, 2))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.1 * rng.normal(size=60)
+    if isinstance(model, RVC):
+        y = (y > np.median(y)).astype(int)
+    weights = rng.integers(0, 4, size=60)
+    repeated = np.repeat(np.arange(60), weights)
+    weighted = clone(model).fit(da.from_array(X, chunks=17), y, sample_weight=weights)
+    copies = clone(model).fit(X[repeated], y[repeated])
+    predict = "predict_proba" if isinstance(model, RVC) else "predict"
+    np.testing.assert_allclose(
+        getattr(weighted, predict)(X), getattr(copies, predict)(X), rtol=1e-6, atol=1e-9
+    )
+    assert np.all(weights[weighted.relevance_indices_] > 0)

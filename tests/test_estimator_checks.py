@@ -65,20 +65,9 @@ INTERPOLATION_EXPECTED = pytest.mark.filterwarnings(
 )
 
 
-def _expected_failures(estimator) -> dict[str, str]:
-    """Checks an RVM cannot pass by design."""
-    return {
-        "check_sample_weight_equivalence_on_dense_data": (
-            "the basis is a kernel centred on every training row: repeating or removing a "
-            "row adds or removes a basis function. With the basis held fixed a weight of 2 "
-            "equals the repeated row (test_reliability_weights.py)"
-        )
-    }
-
-
 @EMPTY_MODEL_EXPECTED
 @INTERPOLATION_EXPECTED
-@parametrize_with_checks([RVR(), RVC()], expected_failed_checks=_expected_failures)
+@parametrize_with_checks([RVR(), RVC()])
 def test_estimator_checks_fast(estimator, check):
     check(estimator)
 
@@ -86,7 +75,7 @@ def test_estimator_checks_fast(estimator, check):
 @pytest.mark.slow
 @EMPTY_MODEL_EXPECTED
 @INTERPOLATION_EXPECTED
-@parametrize_with_checks(_cross_product(), expected_failed_checks=_expected_failures)
+@parametrize_with_checks(_cross_product())
 def test_estimator_checks_every_solver_and_kernel(estimator, check):
     if "sample_weight" not in getattr(check, "func", check).__name__:
         check(estimator)

@@ -114,6 +114,22 @@ def test_targets_beyond_the_float_range_name_it(sinc, solver, k):
         np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_weight_covariance_beyond_the_float_range_names_it(solver):
+    """Here the noise variance of ``y * 1e155`` is still a float (5.8e307) but the
+    posterior covariance of the weights is not: a ``ValueError`` naming the range, no
+    overflow ``RuntimeWarning``, and the previous fit kept (not ``sigma_`` = inf)."""
+    data = make_sinc(50, noise_level=0.1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("error", RuntimeWarning)
+        model = RVR(solver=solver).fit(data.X, data.y)
+        before = model.sigma_
+        with pytest.raises(ValueError, match=r"outside the float range.*\(sigma_\)"):
+            model.fit(data.X, data.y * 1e155)
+    np.testing.assert_array_equal(model.sigma_, before)
+
+
 @pytest.mark.parametrize(
     "priors",
     [{}, {"a": 1e-3, "c": 1e-3}, {"a": 1e-3, "b": 1e-2, "c": 1e-3, "d": 1e-2}],
