@@ -1,9 +1,10 @@
-"""What every type-II solver shares: the hyperprior, the frozen result, starting values."""
+"""What every type-II solver shares: the hyperprior, the frozen results, starting values."""
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,10 +13,15 @@ from bayes_rvm.evidence import Prior
 from bayes_rvm.laplace import latent_variance
 from bayes_rvm.posterior import predictive
 
+if TYPE_CHECKING:
+    from bayes_rvm.basis import KernelBasis
+    from bayes_rvm.kernels import RBF
+
 __all__ = [
     "EmptyModelWarning",
     "InterpolationWarning",
     "Prior",
+    "ScalesFit",
     "Type2Result",
     "initial_alpha",
     "initial_noise_var",
@@ -182,6 +188,54 @@ class Type2Result:
             K = self.mu.shape[1]
             return Phi_active @ self.mu, latent_variance(Phi_active, self.precision_chol, K)
         return predictive(Phi_active, self.mu, self.precision_chol, self.beta)
+
+
+@dataclass(frozen=True)
+class ScalesFit:
+    """A type-II fit with the kernel input scales learned (the eta-RVM).
+
+    Attributes
+    ----------
+    result : Type2Result
+        The solver's fit of ``alpha`` and ``beta`` at the returned scales.
+    kernel : RBF
+        The kernel with the returned scales.
+    basis : KernelBasis
+        The training design matrix at the returned scales.
+    scales : ndarray of shape (n_features,)
+        The returned input scales ``eta``.
+    initial_scales : ndarray of shape (n_features,)
+    gradient : ndarray of shape (n_features,)
+        ``dL / d log eta`` at the returned fit (``alpha``, ``beta`` held fixed).
+    log_evidence_path : ndarray
+        ``result.log_evidence`` after every alpha step: the first entry is at the starting
+        scales, the maximum is the returned fit.
+    scales_path : ndarray of shape (len(log_evidence_path), n_features)
+        The scales of every alpha step.
+    n_outer : int
+        eta steps taken.
+    n_probe : int
+        Alpha steps spent probing switched-off input dimensions.
+    converged : bool
+        Whether the stopping rule of :func:`fit_type2_scales` was met before
+        ``max_outer``.
+    """
+
+    result: Type2Result
+    kernel: RBF
+    basis: KernelBasis
+    scales: np.ndarray
+    initial_scales: np.ndarray
+    gradient: np.ndarray
+    log_evidence_path: np.ndarray
+    scales_path: np.ndarray
+    n_outer: int
+    n_probe: int
+    converged: bool
+
+    def __post_init__(self):
+        for name in ("scales", "initial_scales", "gradient", "log_evidence_path", "scales_path"):
+            object.__setattr__(self, name, _frozen(getattr(self, name)))
 
 
 def initial_alpha(
