@@ -295,18 +295,7 @@ def weighted_rows():
     ("model", "n_classes"),
     [
         (RVR(gamma=0.5), None),
-        pytest.param(
-            RVR(gamma=0.5, solver="mackay"),
-            None,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the solvers start the noise variance at 0.1 var(sqrt(w) t) over the "
-                "weighted rows, not at the variance of the targets counted w_n times; from "
-                "that other start MacKay's updates reach another local maximum of the "
-                "evidence here (58.09 against 59.68; with the start of the repeated rows "
-                "both fits agree to 1e-13)",
-            ),
-        ),
+        (RVR(gamma=0.5, solver="mackay"), None),
         (RVC(gamma=0.5), 2),
         (RVC(gamma=0.5, multi_class="multinomial"), 3),
         (RVC(gamma=0.5, multi_class="ovr"), 3),

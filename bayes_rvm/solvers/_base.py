@@ -22,6 +22,7 @@ __all__ = [
     "InterpolationWarning",
     "Prior",
     "ScalesFit",
+    "TargetMoments",
     "Type2Result",
     "initial_alpha",
     "initial_noise_var",
@@ -257,17 +258,42 @@ def initial_alpha(
     return n_active * np.maximum(sq_norms, np.finfo(float).tiny) / (count * power)
 
 
-def initial_noise_var(t: np.ndarray, fraction: float = 0.1) -> float:
+@dataclass(frozen=True)
+class TargetMoments:
+    """Variance and mean square of the regression targets over the rows the data stand
+    for, which set a solver's starting noise (:func:`initial_noise_var`) and its noise
+    floor (:func:`noise_var_floor`).
+
+    A reduced design's target ``[z; r]`` stands for the ``N`` rows it reduces, and a row
+    of weight ``w_n`` (fitted as ``sqrt(w_n) t_n``) for ``w_n`` copies of ``t_n``, so that
+    a weighted fit starts where the fit of the repeated rows starts.
+    """
+
+    variance: float
+    mean_square: float
+
+    @classmethod
+    def of(cls, t: np.ndarray, weights: np.ndarray | None = None) -> TargetMoments:
+        """The moments of ``t`` with each ``t_n`` counted ``weights[n]`` times."""
+        if weights is None:
+            return cls(float(np.var(t)), float(np.mean(t**2)))
+        total = float(np.sum(weights))
+        mean = float(weights @ t) / total
+        variance = float(weights @ (t - mean) ** 2) / total
+        return cls(variance, float(weights @ t**2) / total)
+
+
+def initial_noise_var(targets: TargetMoments, fraction: float = 0.1) -> float:
     """Starting noise variance: ``fraction`` of the target variance (of ``mean(t^2)`` if
     the target is constant)."""
-    spread = float(np.var(t)) or float(np.mean(t**2)) or 1.0
+    spread = targets.variance or targets.mean_square or 1.0
     return fraction * spread
 
 
-def noise_var_floor(t: np.ndarray) -> float:
+def noise_var_floor(targets: TargetMoments) -> float:
     """Smallest noise variance a solver will return: ``1e-12 * mean(t^2)``.
 
     Reached only when the data are fitted to machine precision (noise-free targets with
     the noise learned); it keeps ``A + beta Phi^T Phi`` factorable.
     """
-    return 1e-12 * (float(np.mean(t**2)) or 1.0)
+    return 1e-12 * (targets.mean_square or 1.0)

@@ -32,7 +32,7 @@ import numpy as np
 
 from bayes_rvm.evidence import noise_variance_cd
 from bayes_rvm.solvers import _slots
-from bayes_rvm.solvers._base import Prior, initial_noise_var, noise_var_floor
+from bayes_rvm.solvers._base import Prior, TargetMoments, initial_noise_var, noise_var_floor
 from bayes_rvm.solvers._newton import NewtonSettings, joint_newton
 
 __all__ = ["Ascent", "GramRows", "Schedule", "Status", "ascend_dense"]
@@ -244,14 +244,18 @@ class Ascent:
         When ``B`` is a reduced design ``[R; 0]^T`` (target ``t = [z; r]``), the target of
         the rows it stands for: their number is ``N`` (eq. 36 and 46, ``sub_steps``) and
         the noise floor is taken from it.
+    targets : TargetMoments, optional
+        The moments of the rows the data stand for, which set the noise floor (those of
+        ``full_t`` by default; weighted rows have their own).
     gram : GramRows, optional
         The products of the columns added so far on ``B``, shared with other ascents on
         it; by default its own, kept within :attr:`Schedule.gram_bytes`.
     """
 
     def __init__(
-        self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, full_t=None, gram=None
-    ):
+        self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, full_t=None, gram=None,
+        targets=None,
+    ):  # fmt: skip
         n_basis, N = B.shape
         self.B, self.t = B, t
         full_t = t if full_t is None else full_t
@@ -263,7 +267,7 @@ class Ascent:
         # the Gamma(c, d) noise hyperprior enters the objective when the noise is learned
         self.has_hyper = learn_noise and (prior.c != 0.0 or prior.d != 0.0)
         self.tol, self.max_iter, self.schedule = tol, max_iter, schedule
-        self.floor = noise_var_floor(full_t)
+        self.floor = noise_var_floor(TargetMoments.of(full_t) if targets is None else targets)
         cap = min(n_basis, 64)
         self.idx = np.zeros(cap, dtype=np.int64)
         self.alpha = np.zeros(cap)
@@ -300,7 +304,7 @@ class Ascent:
 
     @classmethod
     def resume(
-        cls, B, t, idx, alpha, beta, *, prior, tol, max_iter, schedule, full_t=None
+        cls, B, t, idx, alpha, beta, *, prior, tol, max_iter, schedule, full_t=None, targets=None
     ) -> Ascent:
         """An ascent (noise learned) that starts from the model of the columns ``idx`` of
         ``B`` at precisions ``alpha`` and noise precision ``beta``, fitted before on fewer
@@ -309,7 +313,7 @@ class Ascent:
         precision of that model is not positive definite."""
         ascent = cls(
             B, t, beta, learn_noise=True, prior=prior, tol=tol, max_iter=max_iter,
-            schedule=schedule, full_t=full_t,
+            schedule=schedule, full_t=full_t, targets=targets,
         )  # fmt: skip
         M = idx.size
         while ascent.alpha.size < M:
@@ -438,10 +442,11 @@ def ascend_dense(
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
     later: bool = True,
+    targets: TargetMoments | None = None,
 ) -> tuple[Ascent, Status]:
     """The best of the ascents of the schedule (module docstring), the noise learned
-    (``full_t``: see :class:`Ascent`; the starting noise is taken from it too);
-    ``later=False``: the first ascent alone.
+    (``full_t`` and ``targets``: see :class:`Ascent`; the starting noise is taken from
+    ``targets`` too); ``later=False``: the first ascent alone.
 
     ``least_squares_rss`` is a lower bound on ``||t - Phi w||^2`` over every ``w`` (for a
     reduced design ``[R; 0]`` with target ``[z; r]``: ``r^2``, the least-squares
@@ -458,14 +463,16 @@ def ascend_dense(
     }  # fmt: skip
     held = full_t is None  # B is the basis itself, not a reduced design
     full_t = t if full_t is None else full_t
+    targets = TargetMoments.of(full_t) if targets is None else targets
+    options["targets"] = targets
     # Tipping (2001) eq. 46 with rss at its least and sum gamma = 0: below every optimum
     bound = noise_variance_cd(least_squares_rss, 0.0, full_t.size, prior.c, prior.d)
-    start = max(initial_noise_var(full_t, schedule.start_noise), bound)
+    start = max(initial_noise_var(targets, schedule.start_noise), bound)
     first = Ascent(B, t, 1.0 / start, learn_noise=True, **options)
     status = first.run()
     if status != Status.CONVERGED or not later:
         return first, status
-    floor = noise_var_floor(full_t)
+    floor = noise_var_floor(targets)
     later_ascents = [(schedule.second_start, schedule)]
     if schedule.third_start is not None and held:
         later_ascents.append((schedule.third_start, schedule))

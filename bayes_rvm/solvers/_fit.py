@@ -23,7 +23,12 @@ from bayes_rvm.basis import Basis, RowWeightedBasis, ScaledBasis, as_basis
 from bayes_rvm.evidence import LOG_2PI, Prior
 from bayes_rvm.likelihoods import get_likelihood
 from bayes_rvm.solvers import em, mackay, sequential
-from bayes_rvm.solvers._base import Type2Result, warn_empty_model, warn_if_interpolating
+from bayes_rvm.solvers._base import (
+    TargetMoments,
+    Type2Result,
+    warn_empty_model,
+    warn_if_interpolating,
+)
 
 __all__ = ["SOLVERS", "SOLVER_CHOICES", "default_solver", "fit_type2"]
 
@@ -322,6 +327,13 @@ def fit_type2(
     solver_prior = scaling.prior.with_noise_shape(
         scaling.prior.c + 0.5 * (weight_total - basis.n_rows)
     )
+    # regression: the starting noise and its floor from the targets of the rows the
+    # weighted rows stand for; classification: the likelihood (checked above)
+    options = (
+        {"targets": TargetMoments.of(t / scaling.target, weights)}
+        if link is None
+        else {"link": link}
+    )
     result = fit_function(
         scaling.basis(fitted_basis),
         fitted_t / scaling.target,
@@ -330,8 +342,7 @@ def fit_type2(
         max_iter=max_iter,
         tol=tol,
         verbose=verbose,
-        # only the classification solvers take a likelihood (checked above)
-        **({} if link is None else {"link": link}),
+        **options,
     )
     result = scaling.undo(result, solver_prior, basis.n_rows, weight_total)
     if result.stalled:

@@ -29,6 +29,7 @@ from bayes_rvm.evidence import (
 )
 from bayes_rvm.posterior import fit_gaussian
 from bayes_rvm.solvers._base import (
+    TargetMoments,
     Type2Result,
     initial_alpha,
     initial_noise_var,
@@ -380,20 +381,19 @@ def reestimate(
     verbose: bool = False,
     link=None,
     schedule: Schedule | None = None,
+    targets: TargetMoments | None = None,
 ) -> Type2Result:
-    """Run the re-estimation loop to convergence or ``max_iter``.
+    """Run the re-estimation loop to convergence or ``max_iter``; the starting noise and
+    its floor come from ``targets`` (the rows ``t`` stands for), or from ``t``.
 
     The posterior step is the likelihood's: the closed-form Gaussian (``link=None``,
     regression) or the Laplace approximation at the IRLS mode, warm-started from the
     previous mode (``link`` a classification likelihood holding the targets ``t``).
 
     The Gaussian step sees the data only through ``Phi^T Phi``, ``Phi^T t``, ``t^T t``
-    and ``N`` (eq. 12-13, 36, 46). When ``schedule`` (the sequential solver's
-    :class:`~._compiled.Schedule`, its defaults when ``None``) reduces a basis of this
-    shape (:meth:`~._compiled.Schedule.reduces`), the loop runs on the triangular factor
-    of ``[Phi | t]`` (:meth:`~bayes_rvm.basis.Basis.reduce`): the same fit, holding
-    ``(n + 1)^2`` floats instead of the ``N x n`` matrix, and on a dask basis the
-    reduction runs on the workers.
+    and ``N`` (eq. 12-13, 36, 46): when ``schedule`` (default :class:`~._compiled.Schedule`)
+    reduces a basis of this shape, the loop runs on the triangular factor of ``[Phi | t]``
+    (:meth:`~bayes_rvm.basis.Basis.reduce`, on the workers for a dask basis).
 
     Converged when no column is pruned and every partial derivative of the objective
     with respect to ``log alpha_i`` (eq. 42) and ``log beta`` (eq. 45) is below ``tol`` in
@@ -415,8 +415,9 @@ def reestimate(
         else:
             step = GaussianStep(basis.toarray(), t, prior, noise_var)
         learn_noise = noise_var is None
-        beta = 1.0 / (initial_noise_var(t) if noise_var is None else noise_var)
-        floor = noise_var_floor(t)
+        targets = TargetMoments.of(t) if targets is None else targets
+        beta = 1.0 / (initial_noise_var(targets) if noise_var is None else noise_var)
+        floor = noise_var_floor(targets)
         beta_max = 1.0 / floor
     else:
         step = LaplaceStep(basis.toarray(), link, prior)

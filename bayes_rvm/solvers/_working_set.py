@@ -59,7 +59,7 @@ from bayes_rvm.evidence import (
 )
 from bayes_rvm.posterior import fit_gaussian, gaussian_posterior
 from bayes_rvm.solvers._ascent import Stopping
-from bayes_rvm.solvers._base import Prior, noise_var_floor
+from bayes_rvm.solvers._base import Prior, TargetMoments, noise_var_floor
 from bayes_rvm.solvers._compiled import Ascent, Schedule, Status, ascend_dense
 from bayes_rvm.solvers._newton import joint_newton
 
@@ -159,10 +159,13 @@ class WorkingSetFit:
         final_tol: float,
         phi_t: np.ndarray,
         sq_norms: np.ndarray,
+        targets: TargetMoments,
     ):
         """``phi_t``: ``Phi~^T t`` of the normalised columns; ``sq_norms``: the squared
-        column norms of ``basis``."""
+        column norms of ``basis``; ``targets``: the moments of the rows ``t`` stands for
+        (the starting noise and its floor)."""
         self.basis, self.t, self.prior, self.schedule = basis, t, prior, schedule
+        self.targets = targets
         self.final_tol = final_tol
         self.usable = sq_norms > 0
         self.scales = np.where(self.usable, np.sqrt(sq_norms), 1.0)
@@ -208,14 +211,14 @@ class WorkingSetFit:
             # most of its columns
             self._ascent, status = ascend_dense(
                 B, t_reduced, prior=self.prior, tol=tol, max_iter=max_iter, schedule=schedule,
-                full_t=self.t, later=False,
+                full_t=self.t, later=False, targets=self.targets,
             )  # fmt: skip
         else:
             active, alpha, beta = self.model()
             self._ascent = Ascent.resume(
                 B, t_reduced, _positions(working, self.usable.size)[active], alpha, beta,
                 prior=self.prior, tol=tol,
-                max_iter=max_iter, schedule=schedule, full_t=self.t,
+                max_iter=max_iter, schedule=schedule, full_t=self.t, targets=self.targets,
             )  # fmt: skip
             status = self._ascent.run()
         self.order = working
@@ -324,7 +327,7 @@ class WorkingSetFit:
         gamma = 1.0 - alpha * fit.sigma_diag  # Tipping (2001) eq. 17
         # Tipping (2001) eq. 46
         variance = noise_variance(fit.rss, float(gamma.sum()), self.t.size, self.prior)
-        beta_new = 1.0 / max(variance, noise_var_floor(self.t))
+        beta_new = 1.0 / max(variance, noise_var_floor(self.targets))
         moved = fit_gaussian(columns, self.ascent.t, alpha, beta_new, n_rows=self.t.size)
         noise = moved.log_evidence(self.prior) - fit.log_evidence(self.prior)
         return max(steps, noise)
@@ -359,12 +362,13 @@ def fit_working_set(
     schedule: Schedule,
     phi_t: np.ndarray,
     sq_norms: np.ndarray,
+    targets: TargetMoments,
 ) -> tuple[WorkingSetFit, Status, np.ndarray, np.ndarray]:
     """The working-set ascent (module docstring; ``phi_t, sq_norms``: see
     :class:`WorkingSetFit`); returns its state, how the last ascent ended (``CONVERGED``
     only with the certificate on every column), and the exact ``S, Q`` of every column at
     the final model."""
-    fit = WorkingSetFit(basis, t, prior, schedule, stop.tol, phi_t, sq_norms)
+    fit = WorkingSetFit(basis, t, prior, schedule, stop.tol, phi_t, sq_norms, targets)
     working, round_tol = fit.start(), stop.tol
     while True:
         status = fit.ascend(working, round_tol, stop.max_iter - fit.steps)

@@ -82,7 +82,13 @@ from bayes_rvm.evidence import delta_add
 from bayes_rvm.laplace import Bernoulli, LaplaceMode, log_evidence_laplace
 from bayes_rvm.posterior import GaussianFit, fit_gaussian, gaussian_posterior
 from bayes_rvm.solvers._ascent import Ascent, Outcome, Stopping
-from bayes_rvm.solvers._base import Prior, Type2Result, initial_noise_var, noise_var_floor
+from bayes_rvm.solvers._base import (
+    Prior,
+    TargetMoments,
+    Type2Result,
+    initial_noise_var,
+    noise_var_floor,
+)
 from bayes_rvm.solvers._compiled import Schedule, Status, ascend_dense
 from bayes_rvm.solvers._crosses import (
     CompressedCrosses,
@@ -111,6 +117,7 @@ def fit(
     link: Bernoulli | None = None,
     schedule: Schedule | None = None,
     large_schedule: LargeSchedule | None = None,
+    targets: TargetMoments | None = None,
 ) -> Type2Result:
     """Sequential add / re-estimate / delete; see :func:`bayes_rvm.fit_type2`.
 
@@ -154,7 +161,9 @@ def fit(
     schedule = Schedule() if schedule is None else schedule
     large = LargeSchedule() if large_schedule is None else large_schedule
     held = schedule.holds(basis.shape)  # the basis as given, before any reduction
-    data_t = t  # the target of the N rows: N, the starting noise and its floor come from it
+    data_t = t  # the target of the N rows
+    # the starting noise and its floor: of the rows the data stand for (weighted rows)
+    targets = TargetMoments.of(t) if targets is None else targets
     reduced = link is None and schedule.reduces(basis.shape)
     least_squares_rss = 0.0  # a lower bound on ||t - Phi w||^2
     if reduced:
@@ -167,7 +176,7 @@ def fit(
     # held fixed goes to the large path, whose joint Newton steps reach better optima there.
     if link is None and noise_var is None and (reduced or held):
         full_t = data_t if reduced else None
-        result = _fit_compiled(basis, t, prior, stop, schedule, full_t, least_squares_rss)
+        result = _fit_compiled(basis, t, prior, stop, schedule, full_t, least_squares_rss, targets)
         if result is not None:
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
@@ -180,20 +189,20 @@ def fit(
         give_up = schedule.working_residual if wide else np.inf
         compression = compress(basis, t, large, give_up)
         if compression.leftover > give_up:  # the basis does not compress: a working set
-            result = _fit_working_set(basis, t, prior, stop, schedule, compression)
+            result = _fit_working_set(basis, t, prior, stop, schedule, compression, targets)
             if result is not None:
                 return result
         products = _Products.of(basis, compression, t, large, dense=False)
     if link is None:
         noise_fixed = noise_var is not None
         beta = 1.0 / (
-            noise_var if noise_var is not None else initial_noise_var(data_t, large.start_noise)
+            noise_var if noise_var is not None else initial_noise_var(targets, large.start_noise)
         )
         ws = Workspace(
             t, products.start_phi_t, products.start_unit, beta, large, n_rows=data_t.size
         )
         run = Ascent(ws, products.start, stop, polish=True)
-        noise = None if noise_fixed else NoiseLoop(prior, noise_var_floor(data_t), large, verbose)
+        noise = None if noise_fixed else NoiseLoop(prior, noise_var_floor(targets), large, verbose)
         status = _ascend_gaussian(run, noise, beta, products.usable, prior, large.start_noise)
         outer: NoiseLoop | ModeLoop | None = noise
     else:
@@ -341,12 +350,14 @@ def _fit_compiled(
     schedule: Schedule,
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
+    targets: TargetMoments | None = None,
 ) -> Type2Result | None:
     """Gaussian likelihood, noise learned, basis in memory: the compiled ascent
     (:mod:`._compiled`); ``None`` when its posterior precision lost positive definiteness.
     ``full_t`` is ``None`` for a held basis, or the target of the rows that the reduced
     design ``basis`` and target ``t`` stand for; ``least_squares_rss`` a lower bound on
-    the residual sum of squares of every weight vector (:func:`~._compiled.ascend_dense`)."""
+    the residual sum of squares of every weight vector (:func:`~._compiled.ascend_dense`);
+    ``targets``: the moments of the rows the data stand for (of ``full_t`` if ``None``)."""
     data_t = t if full_t is None else full_t
     Phi = basis.toarray()
     sq_norms = np.einsum("ij,ij->j", Phi, Phi)
@@ -357,7 +368,7 @@ def _fit_compiled(
     B = np.divide(Phi.T, scales[:, None], out=np.empty(Phi.shape[::-1]))  # Phi~^T
     ascent, status = ascend_dense(
         B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule,
-        full_t=full_t, least_squares_rss=least_squares_rss,
+        full_t=full_t, least_squares_rss=least_squares_rss, targets=targets,
     )  # fmt: skip
     if status == Status.NOT_PD:
         return None
@@ -388,13 +399,14 @@ def _fit_working_set(
     stop: Stopping,
     schedule: Schedule,
     compression: Compression,
+    targets: TargetMoments,
 ) -> Type2Result | None:
     """Gaussian likelihood, noise learned, a basis neither held nor reduced, and one that
     does not compress: the compiled ascent on a working set of columns
     (:mod:`._working_set`; ``Phi^T t`` and the column norms from the pass of
     ``compression``); ``None`` when a posterior precision lost positive definiteness."""
     fit, status, S, Q = fit_working_set(
-        basis, t, prior, stop, schedule, compression.phi_t, compression.sq_norms
+        basis, t, prior, stop, schedule, compression.phi_t, compression.sq_norms, targets
     )
     if status == Status.NOT_PD:
         return None
