@@ -207,3 +207,15 @@ def test_numpy_numbers_accepted_bool_rejected(data, estimator):
         estimator(tol=-1).fit(X, target)
     # every parameter has a constraint, and only parameters do
     assert set(estimator._parameter_constraints) == set(estimator().get_params())
+
+
+def test_full_bayes_refuses_other_inputs_than_the_training_ones(data):
+    """The fit's design is rebuilt from X: inputs of the training shape that are not the
+    training inputs (here scaled by 100) would give another design, silently."""
+    X, y, _, _ = data
+    model = RVR(gamma=0.5).fit(X, y)
+    with pytest.raises(ValueError, match="not the training inputs"):
+        br.to_inference_data(model, X * 100.0, y, draws=5, random_seed=0)
+    with pytest.raises(ValueError, match="not the training inputs"):
+        br.model_from_estimator(model, X[::-1], y, a=2.0, b=1.0)
+    assert br.to_inference_data(model, X, y, draws=5, random_seed=0) is not None

@@ -31,6 +31,7 @@ def _estimator_design(estimator, X, basis: str):
     X = validate_data(estimator, X, reset=False, dtype=np.float64)
     # the basis as fitted (kernel, learned scales, bias, extra columns), at the training X
     full = estimator.basis_.training_basis(X)
+    _check_training_inputs(estimator, X)
     active = estimator.result_.active
     if basis == "relevant" and active.size == 0:
         raise ValueError(
@@ -45,6 +46,21 @@ def _estimator_design(estimator, X, basis: str):
         return full.evaluate(X_new, columns)
 
     return full.columns(columns), names, columns, design
+
+
+def _check_training_inputs(estimator, X: np.ndarray) -> None:
+    """Refuse inputs that are not the training inputs where the fit can tell: with every
+    training input a candidate centre, its rows at ``relevance_indices_`` are the
+    relevance vectors (other inputs of the same shape would give another design)."""
+    if estimator.centres is not None or getattr(estimator, "kernel", None) == "precomputed":
+        return
+    rows = estimator.relevance_indices_
+    if rows.size and not np.array_equal(X[rows], estimator.relevance_vectors_):
+        raise ValueError(
+            "X is not the training inputs of the fitted estimator: its rows at "
+            "relevance_indices_ differ from relevance_vectors_; pass the X the estimator "
+            "was fitted on"
+        )
 
 
 def _targets(estimator, y, n: int) -> np.ndarray:
