@@ -235,21 +235,28 @@ def classification_split(X, y, X_test, y_test, seed: int) -> dict[str, Scores]:
     return out
 
 
+def split(X_all, y_all, regression: bool, seed: int) -> tuple[np.ndarray, ...]:
+    """``X, X_test, y, y_test`` of one split: 70 % training (stratified for
+    classification), inputs standardised on the training part, regression targets too."""
+    X, X_test, y, y_test = train_test_split(
+        X_all, y_all, test_size=0.3, random_state=seed, stratify=None if regression else y_all
+    )
+    scaler = StandardScaler().fit(X)
+    X, X_test = scaler.transform(X), scaler.transform(X_test)
+    if regression:
+        centre, scale = y.mean(), y.std()
+        y, y_test = (y - centre) / scale, (y_test - centre) / scale
+    return X, X_test, y, y_test
+
+
 def run_set(name: str, splits: int) -> dict[str, list[dict[str, float]]]:
     """Every model's scores on every split of one data set."""
     X_all, y_all = load(name)
     regression = name in REGRESSION
     runs: dict[str, list[dict[str, float]]] = {}
     for seed in range(splits):
-        X, X_test, y, y_test = train_test_split(
-            X_all, y_all, test_size=0.3, random_state=seed,
-            stratify=None if regression else y_all,
-        )  # fmt: skip
-        scaler = StandardScaler().fit(X)
-        X, X_test = scaler.transform(X), scaler.transform(X_test)
+        X, X_test, y, y_test = split(X_all, y_all, regression, seed)
         if regression:
-            centre, scale = y.mean(), y.std()
-            y, y_test = (y - centre) / scale, (y_test - centre) / scale
             scores = regression_split(X, y, X_test, y_test, seed)
         else:
             scores = classification_split(X, y, X_test, y_test, seed)

@@ -32,11 +32,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_heldout import CLASSIFICATION, GRID, REGRESSION, load  # noqa: E402
+from bench_heldout import CLASSIFICATION, GRID, REGRESSION, load, split  # noqa: E402
 from bench_sequential import DRAWN, PROBLEMS, make_problem  # noqa: E402
 
 from bayes_rvm import RVC, RVR  # noqa: E402
@@ -88,13 +86,7 @@ def heldout_fits(sets: list[str], splits: int) -> list[tuple[bool, int, float]]:
         regression = name in REGRESSION
         fits = []
         for seed in range(splits):
-            X, _, y, _ = train_test_split(
-                X_all, y_all, test_size=0.3, random_state=seed,
-                stratify=None if regression else y_all,
-            )  # fmt: skip
-            X = StandardScaler().fit_transform(X)
-            if regression:
-                y = (y - y.mean()) / y.std()
+            X, _, y, _ = split(X_all, y_all, regression, seed)
             gammas = ["scale"] + [g / X.shape[1] for g in GRID]
             for gamma in gammas:
                 model = RVR(gamma=gamma) if regression else RVC(gamma=gamma)
