@@ -60,11 +60,32 @@ def _model_of(tree: xr.DataTree, model) -> pm.Model | None:
     if model is not None:
         if not isinstance(model, pm.Model):
             raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+        _check_observed(tree, model)
         return model
     context = pm.Model.get_context(error_if_none=False)
     if context is not None and tree.attrs.get("fit") in PACKAGE_FITS and declared(context) is None:
         return None
     return context
+
+
+def _check_observed(tree: xr.DataTree, model: pm.Model) -> None:
+    """Refuse a model whose observed data are not the tree's: it is not the model the
+    tree is a fit of (or its data were set to other rows)."""
+    if "observed_data" not in tree.children:
+        return
+    observed = tree["observed_data"]
+    for rv in model.observed_RVs:
+        if rv.name not in observed.data_vars:
+            continue
+        value = np.asarray(model.rvs_to_values[rv].eval())
+        if value.shape != observed[rv.name].shape or not np.array_equal(
+            value, observed[rv.name].values
+        ):
+            raise ValueError(
+                f"the model's observed {rv.name!r} is not the tree's observed data: pass the "
+                "model the tree is a fit of, with its training data (pm.set_data back to "
+                "them if they were changed)"
+            )
 
 
 def package_likelihood(tree: xr.DataTree, model: pm.Model | None):
