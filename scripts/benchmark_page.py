@@ -25,7 +25,6 @@ ORDER = [
     "regression-20",
     "classification",
     "sequential-suite",
-    "sequential-friedman-large",
     "sequential-memory",
     "scale-working-set",
     "scale-reduced",
