@@ -104,7 +104,7 @@ def test_predict_without_the_model_says_what_to_do(own_fit):
 def test_predict_refuses_a_model_whose_data_are_not_the_trees(own_fit, grouped):
     """A model with other observed targets is not the model the tree is a fit of: its
     predictions would silently belong to another fit."""
-    model, tree = own_fit
+    _, tree = own_fit
     Phi, group, t, *_ = grouped
     other = _own_model(Phi, group, t + 1.0)
     with pytest.raises(ValueError, match="not the tree's observed data"):
