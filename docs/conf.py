@@ -73,6 +73,10 @@ exclude_patterns = [
 myst_enable_extensions = ["amsmath", "colon_fence", "deflist", "dollarmath", "substitution"]
 myst_heading_anchors = 3  # `[text](page.md#a-heading)` links; a missing anchor warns
 nb_execution_mode = "off"  # the notebooks keep their stored outputs
+# The guide pages run their cells in the build (``execution_mode: force``). A first fit in a
+# new environment compiles the solver (up to a minute on a loaded machine), and the pages
+# fit and sample on every build: cells get ten minutes, not MyST-NB's default 30 s.
+nb_execution_timeout = 600
 nb_merge_streams = True
 
 # ---- the gallery
