@@ -42,6 +42,7 @@ from bayes_rvm.basis import KernelBasis, choose_centres  # noqa: E402
 from bayes_rvm.datasets import make_friedman1  # noqa: E402
 from bayes_rvm.evidence import Prior  # noqa: E402
 from bayes_rvm.kernels import RBF  # noqa: E402
+from bayes_rvm.solvers._base import TargetMoments  # noqa: E402
 from bayes_rvm.solvers._compiled import Schedule, ascend_dense  # noqa: E402
 
 
@@ -102,6 +103,7 @@ def main(argv=None) -> None:
                 B, t, prior=Prior(), max_iter=args.max_steps, tol=1e-6,
                 schedule=schedule_of(variant),
                 full_t=y, least_squares_rss=0.0 if variant == "no-bound" else least_squares_rss,
+                targets=TargetMoments.of(y),
             )  # fmt: skip
             seconds = time.perf_counter() - start
             print(

@@ -17,7 +17,7 @@ from bayes_rvm.kernels import RBF
 from bayes_rvm.posterior import fit_gaussian
 from bayes_rvm.solvers import _compiled, em, mackay, sequential
 from bayes_rvm.solvers._ascent import Stopping
-from bayes_rvm.solvers._base import Prior
+from bayes_rvm.solvers._base import Prior, TargetMoments
 from bayes_rvm.solvers._compiled import Schedule
 
 # relative rounding of products of O(n) terms after one Householder QR of ~1000 rows
@@ -129,8 +129,8 @@ def _direct(basis, t, noise_var=None):
     if noise_var is not None:
         return _fit(basis, t, reduce=False, noise_var=noise_var)
     return sequential._fit_compiled(
-        basis, t, Prior(), Stopping(10_000, 1e-6, False), sequential.Schedule(), t,
-        _least_squares_rss(basis.toarray(), t),
+        basis, t, Prior(), Stopping(10_000, 1e-6, False), sequential.Schedule(),
+        TargetMoments.of(t), t, _least_squares_rss(basis.toarray(), t),
     )  # fmt: skip
 
 

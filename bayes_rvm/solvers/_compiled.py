@@ -244,17 +244,16 @@ class Ascent:
         When ``B`` is a reduced design ``[R; 0]^T`` (target ``t = [z; r]``), the target of
         the rows it stands for: their number is ``N`` (eq. 36 and 46, ``sub_steps``) and
         the noise floor is taken from it.
-    targets : TargetMoments, optional
-        The moments of the rows the data stand for, which set the noise floor (those of
-        ``full_t`` by default; weighted rows have their own).
+    targets : TargetMoments
+        The moments of the rows the data stand for, which set the noise floor.
     gram : GramRows, optional
         The products of the columns added so far on ``B``, shared with other ascents on
         it; by default its own, kept within :attr:`Schedule.gram_bytes`.
     """
 
     def __init__(
-        self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, full_t=None, gram=None,
-        targets=None,
+        self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, targets, full_t=None,
+        gram=None,
     ):  # fmt: skip
         n_basis, N = B.shape
         self.B, self.t = B, t
@@ -267,7 +266,7 @@ class Ascent:
         # the Gamma(c, d) noise hyperprior enters the objective when the noise is learned
         self.has_hyper = learn_noise and (prior.c != 0.0 or prior.d != 0.0)
         self.tol, self.max_iter, self.schedule = tol, max_iter, schedule
-        self.floor = noise_var_floor(TargetMoments.of(full_t) if targets is None else targets)
+        self.floor = noise_var_floor(targets)
         cap = min(n_basis, 64)
         self.idx = np.zeros(cap, dtype=np.int64)
         self.alpha = np.zeros(cap)
@@ -304,7 +303,7 @@ class Ascent:
 
     @classmethod
     def resume(
-        cls, B, t, idx, alpha, beta, *, prior, tol, max_iter, schedule, full_t=None, targets=None
+        cls, B, t, idx, alpha, beta, *, prior, tol, max_iter, schedule, targets, full_t=None
     ) -> Ascent:
         """An ascent (noise learned) that starts from the model of the columns ``idx`` of
         ``B`` at precisions ``alpha`` and noise precision ``beta``, fitted before on fewer
@@ -439,13 +438,13 @@ def ascend_dense(
     max_iter: int,
     tol: float,
     schedule: Schedule,
+    targets: TargetMoments,
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
     later: bool = True,
-    targets: TargetMoments | None = None,
 ) -> tuple[Ascent, Status]:
     """The best of the ascents of the schedule (module docstring), the noise learned
-    (``full_t`` and ``targets``: see :class:`Ascent`; the starting noise is taken from
+    (``targets`` and ``full_t``: see :class:`Ascent`; the starting noise is taken from
     ``targets`` too); ``later=False``: the first ascent alone.
 
     ``least_squares_rss`` is a lower bound on ``||t - Phi w||^2`` over every ``w`` (for a
@@ -459,12 +458,10 @@ def ascend_dense(
     """
     options = {
         "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
-        "gram": GramRows(B.shape[0], schedule.gram_bytes),  # shared by the ascents
+        "targets": targets, "gram": GramRows(B.shape[0], schedule.gram_bytes),  # shared
     }  # fmt: skip
     held = full_t is None  # B is the basis itself, not a reduced design
     full_t = t if full_t is None else full_t
-    targets = TargetMoments.of(full_t) if targets is None else targets
-    options["targets"] = targets
     # Tipping (2001) eq. 46 with rss at its least and sum gamma = 0: below every optimum
     bound = noise_variance_cd(least_squares_rss, 0.0, full_t.size, prior.c, prior.d)
     start = max(initial_noise_var(targets, schedule.start_noise), bound)

@@ -175,7 +175,7 @@ def fit(
     # held fixed goes to the large path, whose joint Newton steps reach better optima there.
     if link is None and noise_var is None and (reduced or held):
         full_t = data_t if reduced else None
-        result = _fit_compiled(basis, t, prior, stop, schedule, full_t, least_squares_rss, targets)
+        result = _fit_compiled(basis, t, prior, stop, schedule, targets, full_t, least_squares_rss)
         if result is not None:
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
@@ -347,16 +347,16 @@ def _fit_compiled(
     prior: Prior,
     stop: Stopping,
     schedule: Schedule,
+    targets: TargetMoments,
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
-    targets: TargetMoments | None = None,
 ) -> Type2Result | None:
     """Gaussian likelihood, noise learned, basis in memory: the compiled ascent
     (:mod:`._compiled`); ``None`` when its posterior precision lost positive definiteness.
     ``full_t`` is ``None`` for a held basis, or the target of the rows that the reduced
     design ``basis`` and target ``t`` stand for; ``least_squares_rss`` a lower bound on
     the residual sum of squares of every weight vector (:func:`~._compiled.ascend_dense`);
-    ``targets``: the moments of the rows the data stand for (of ``full_t`` if ``None``)."""
+    ``targets``: the moments of the rows the data stand for."""
     data_t = t if full_t is None else full_t
     Phi = basis.toarray()
     sq_norms = np.einsum("ij,ij->j", Phi, Phi)
