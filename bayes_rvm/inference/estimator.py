@@ -52,7 +52,7 @@ def _check_training_inputs(estimator, X: np.ndarray) -> None:
     """Refuse inputs that are not the training inputs where the fit can tell: with every
     training input a candidate centre, its rows at ``relevance_indices_`` are the
     relevance vectors (other inputs of the same shape would give another design)."""
-    if estimator.centres is not None or getattr(estimator, "kernel", None) == "precomputed":
+    if estimator.centres is not None or estimator.kernel == "precomputed":
         return
     rows = estimator.relevance_indices_
     if rows.size and not np.array_equal(X[rows], estimator.relevance_vectors_):
