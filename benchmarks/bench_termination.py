@@ -131,7 +131,7 @@ def main() -> None:
                 "drawn from seeds 0-2; each held-out set gives 3 training splits, each fitted "
                 'at `gamma="scale"` and at the 5 widths of the evidence grid.'
             ),
-            title="Every default fit ends at its certificate",
+            title="Termination of the default fits",
         )
 
 
