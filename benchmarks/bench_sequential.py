@@ -23,15 +23,16 @@ Usage (from the repository root)::
     python benchmarks/bench_sequential.py --problems sinc-1000 diabetes-0.03 --repeats 5
     python benchmarks/bench_sequential.py --packages bayes_rvm --seeds 0 1 2 3 4
     python benchmarks/bench_sequential.py --memory 50000   # ours only, 1-D sinc, N=50,000
-    python benchmarks/bench_sequential.py --packages bayes_rvm "bayes_rvm[gram_bytes=0]"
+    python benchmarks/bench_sequential.py --packages bayes_rvm "bayes_rvm[n_starts=1]" fastrvm
 
-A package ``bayes_rvm[field=value,...]`` is our default fit with those fields of the
-compiled path's schedule (:class:`bayes_rvm.solvers.sequential.Schedule`; values are
-Python literals) changed: run beside ``bayes_rvm``, it times a setting against the default
-in the same run, and the script reports the geometric mean of its fit time over the
-default's. A fit of a few tens of milliseconds varies by 20 % from one fresh process to
-the next here; ``--in-process`` runs every fit in this process instead (each after a
-warm-up fit, the packages still alternating), which resolves differences of a few
+A package ``bayes_rvm[field=value,...]`` is our default fit with those parameters of
+``RVR`` (for example ``bayes_rvm[n_starts=1]``) or fields of the compiled path's schedule
+(:class:`bayes_rvm.solvers.sequential.Schedule`) changed (values are Python literals):
+run beside ``bayes_rvm``, it times a setting against the default in the same run, and
+the script reports the geometric mean of its fit time over the default's. A fit of a few
+tens of milliseconds varies by 20 % from one fresh process to the next here;
+``--in-process`` runs every fit in this process instead (each after a warm-up fit, the
+packages still alternating), which resolves differences of a few
 percent with ``--repeats 7``.
 
 ``--seeds`` draws each random problem (sinc, Friedman #1, the broad-kernel sinc) from
@@ -112,12 +113,12 @@ def _evidence(X, y, gamma, columns, alpha, beta):
     return log_evidence_gaussian(L, mu, alpha, beta, rss, y.size)
 
 
-def parse_package(spec: str) -> tuple[str, dict]:
-    """``name`` or ``bayes_rvm[field=value,...]``: the package and the fields of the
-    compiled path's ``Schedule`` to change (module docstring)."""
+def parse_package(spec: str) -> tuple[str, dict, dict]:
+    """``name`` or ``bayes_rvm[field=value,...]``: the package, the ``RVR`` parameters and
+    the fields of the compiled path's ``Schedule`` to change (module docstring)."""
     name, bracket, rest = spec.partition("[")
     if not bracket:
-        return spec, {}
+        return spec, {}, {}
     if name != "bayes_rvm" or not rest.endswith("]"):
         raise ValueError(f"expected a package or bayes_rvm[field=value,...], got {spec!r}")
     fields = {}
@@ -126,10 +127,13 @@ def parse_package(spec: str) -> tuple[str, dict]:
         if not equals:
             raise ValueError(f"expected field=value in {spec!r}, got {item!r}")
         fields[key.strip()] = ast.literal_eval(value.strip())
+    from bayes_rvm import RVR
     from bayes_rvm.solvers.sequential import Schedule
 
+    params = {key: fields.pop(key) for key in list(fields) if key in RVR().get_params()}
+    RVR(**params)  # TypeError for a parameter it does not have
     dataclasses.replace(Schedule(), **fields)  # TypeError for a field it does not have
-    return name, fields
+    return name, params, fields
 
 
 @contextlib.contextmanager
@@ -145,12 +149,12 @@ def schedule_fields(fields: dict):
         sequential.Schedule = default
 
 
-def _model(package: str, gamma: float):
+def _model(package: str, gamma: float, params: dict | None = None):
     if package in ("bayes_rvm", "mackay"):
         from bayes_rvm import RVR
 
         solver = "sequential" if package == "bayes_rvm" else "mackay"
-        return RVR(kernel="rbf", gamma=gamma, solver=solver)
+        return RVR(kernel="rbf", gamma=gamma, solver=solver, **(params or {}))
     if package == "fastrvm":
         from fastrvm import RVR
 
@@ -168,14 +172,14 @@ def worker(package: str, problem: str, seed: int, warm_up: bool) -> dict:
     import numpy as np
 
     warnings.simplefilter("ignore")
-    package, fields = parse_package(package)
+    package, params, fields = parse_package(package)
     X, y, gamma = make_problem(problem, seed)
     with schedule_fields(fields):
         if warm_up:
             warm_X, warm_y, _ = make_problem("sinc-30", seed + 1)
-            _model(package, 0.25).fit(warm_X, warm_y)
+            _model(package, 0.25, params).fit(warm_X, warm_y)
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        model = _model(package, gamma)
+        model = _model(package, gamma, params)
         start = time.perf_counter()
         model.fit(X, y)
         elapsed = time.perf_counter() - start
@@ -260,7 +264,7 @@ def main() -> None:
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    variants = [p for p in args.packages if parse_package(p)[1]]  # checked before any fit
+    variants = [p for p in args.packages if any(parse_package(p)[1:])]  # checked before any fit
     if args.worker:
         package, problem, seed = args.worker
         print(json.dumps(worker(package, problem, int(seed), not args.cold)))

@@ -7,20 +7,13 @@ in the compiled step loop of :mod:`bayes_rvm.solvers._steps`. The schedule
 sub-problem is solved only to a tolerance proportional to the gain of the last noise
 update, and the fit ends with a certificate on exact ``S, Q`` (no single add, re-estimate
 or delete gains more than ``tol``, and the noise update gains at most ``tol``).
-Two ascents run: one from :attr:`Schedule.start_noise` ``var(t)``, and one from
-:attr:`Schedule.second_start` times the noise variance the first one found (from below
-its optimum, where a high-noise optimum of the first cannot trap it); on a held basis
-(not a reduced design), where an ascent costs milliseconds, a third from
-:attr:`Schedule.third_start` times that variance (at the first one's noise, where the
-model may need fewer columns) and a fourth from :attr:`Schedule.slow_start` times it, in
-a slower continuation (the noise variance at most :attr:`Schedule.slow_growth` times
-larger per update: an ``alpha`` sub-problem solved loosely at a low noise keeps too few
-columns, its residual overstates the noise, and a fast continuation follows it to a
-high-noise optimum). The one with the highest log evidence is returned; the ascents share
-the products of the columns they add (:class:`GramRows`). None
-starts below a lower bound of every noise optimum when one is known (the least-squares
-residual of a reduced design), and an ascent whose start that bound makes an earlier
-one's is not run.
+The evidence is multimodal in the noise, and which optimum a continuation reaches depends
+on where it starts: a fit runs the ascents of :attr:`Schedule.starts` (the first ``n``
+of them, ``n`` the public ``n_starts``) and returns the one with the highest log
+evidence; the ascents share the products of the columns they add (:class:`GramRows`).
+None starts below a lower bound of every noise optimum when one is known (the
+least-squares residual of a reduced design), and an ascent whose start that bound makes
+an earlier one's is not run.
 """
 
 from __future__ import annotations
@@ -35,7 +28,7 @@ from bayes_rvm.solvers import _slots
 from bayes_rvm.solvers._base import Prior, TargetMoments, initial_noise_var, noise_var_floor
 from bayes_rvm.solvers._newton import NewtonSettings, joint_newton
 
-__all__ = ["Ascent", "GramRows", "Schedule", "Status", "ascend_dense"]
+__all__ = ["Ascent", "GramRows", "Schedule", "Start", "Status", "ascend_dense"]
 
 
 def _kernels():
@@ -58,6 +51,23 @@ class Status(enum.IntEnum):
 
 
 @dataclasses.dataclass(frozen=True)
+class Start:
+    """One ascent of :attr:`Schedule.starts`.
+
+    Attributes
+    ----------
+    noise : float
+        Starting noise variance: for the first ascent a fraction of ``var(t)``, for the
+        later ones a fraction of the noise variance the first ascent found.
+    growth : float, optional
+        The ascent's :attr:`Schedule.noise_growth` (that of the schedule when ``None``).
+    """
+
+    noise: float
+    growth: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Schedule:
     """The sequential solver's schedule on the compiled path.
 
@@ -75,19 +85,19 @@ class Schedule:
         triangular factor (:meth:`~bayes_rvm.basis.Basis.reduce`, ``(n_basis + 1)^2``
         doubles) when that takes at most this many bytes (:meth:`reduces`), and the
         compiled path runs on it (the MacKay and EM solvers also run on it).
-    start_noise : float
-        First ascent: starting noise variance as a fraction of ``var(t)``.
-    second_start : float
-        Second ascent: starting noise variance as a fraction of the first one's estimate.
-    third_start : float or None
-        Third ascent, on a held basis (not a reduced design, whose ascents keep hundreds
-        of columns and take seconds): starting noise variance as a fraction of the
-        first one's estimate; ``None``: no third.
-    slow_start : float or None
-        Fourth ascent, on a held basis: starting noise variance as a fraction of the first
-        one's estimate; ``None``: no fourth.
-    slow_growth : float
-        The fourth ascent's :attr:`noise_growth`.
+    starts : tuple of Start
+        The ascents of a fit, in order; the one with the highest log evidence is
+        returned. The first starts from below the noise optimum of most data; the second
+        from a quarter of the first one's noise variance (below its optimum, where a
+        high-noise optimum of the first cannot trap it); the third at the first one's
+        noise (where the model may need fewer columns); the fourth from below it in a
+        slower continuation (an ``alpha`` sub-problem solved loosely at a low noise keeps
+        too few columns, its residual overstates the noise, and a fast continuation
+        follows it to a high-noise optimum).
+    reduced_starts : int
+        The number of :attr:`starts` a fit on a reduced design runs by default (its
+        ascents keep hundreds of columns and take seconds each); a held basis runs them
+        all.
     first_inner : float
         Tolerance (nats) of the first ``alpha`` sub-problem.
     relative_inner : float
@@ -97,8 +107,9 @@ class Schedule:
         ``sub_steps N`` steps before the noise is updated (``N`` rows: the bound does
         not move with duplicated or all-zero columns).
     restart_below : float
-        The ascent restarts lower when its first noise update takes the variance below
-        this fraction of the start (the start was above the optimum).
+        The ascent restarts lower, at the first start's fraction of the estimate, when its
+        first noise update takes the variance below this fraction of the start (the start
+        was above the optimum).
     noise_growth : float
         A noise update raises the noise variance at most by this factor (a continuation:
         the ``alpha`` steps add the columns of the lower noise before it moves on).
@@ -153,11 +164,8 @@ class Schedule:
     dense_bytes: int = 16 * 2**20
     gram_bytes: int = 16 * 2**20
     reduced_bytes: int = 512 * 2**20
-    start_noise: float = 0.02
-    second_start: float = 0.25
-    third_start: float | None = 1.0
-    slow_start: float | None = 0.05
-    slow_growth: float = 1.5
+    starts: tuple[Start, ...] = (Start(0.02), Start(0.25), Start(1.0), Start(0.05, growth=1.5))
+    reduced_starts: int = 2
     first_inner: float = 0.1
     relative_inner: float = 0.01
     sub_steps: float = 1.0
@@ -388,7 +396,7 @@ class Ascent:
                 self._grow()
                 continue
             if code == Status.ABOVE:
-                self._start(1.0 / max(sch.start_noise / self.beta, self.floor))
+                self._start(1.0 / max(sch.starts[0].noise / self.beta, self.floor))
                 continue
             if code == Status.NEWTON and self._newton():
                 continue
@@ -441,11 +449,12 @@ def ascend_dense(
     targets: TargetMoments,
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
-    later: bool = True,
+    n_starts: int | None = None,
 ) -> tuple[Ascent, Status]:
-    """The best of the ascents of the schedule (module docstring), the noise learned
-    (``targets`` and ``full_t``: see :class:`Ascent`; the starting noise is taken from
-    ``targets`` too); ``later=False``: the first ascent alone.
+    """The best of the ascents of the first ``n_starts`` of :attr:`Schedule.starts`, the
+    noise learned (``targets`` and ``full_t``: see :class:`Ascent`; the starting noise is
+    taken from ``targets`` too). ``n_starts=None``: all of them on a held basis,
+    :attr:`Schedule.reduced_starts` on a reduced design.
 
     ``least_squares_rss`` is a lower bound on ``||t - Phi w||^2`` over every ``w`` (for a
     reduced design ``[R; 0]`` with target ``[z; r]``: ``r^2``, the least-squares
@@ -454,38 +463,39 @@ def ascend_dense(
     starts below it: with many more rows than columns the bound is close to the optimum,
     and a start far below it costs steps (the first ``alpha`` sub-problem takes the
     columns of a noise level the fit then leaves). An ascent from an earlier one's start
-    and with its schedule would repeat it and is not run.
+    and with its growth would repeat it and is not run.
     """
     options = {
-        "prior": prior, "tol": tol, "max_iter": max_iter, "schedule": schedule, "full_t": full_t,
+        "prior": prior, "tol": tol, "max_iter": max_iter, "full_t": full_t,
         "targets": targets, "gram": GramRows(B.shape[0], schedule.gram_bytes),  # shared
     }  # fmt: skip
-    held = full_t is None  # B is the basis itself, not a reduced design
+    if n_starts is None:
+        n_starts = schedule.reduced_starts if full_t is not None else len(schedule.starts)
     full_t = t if full_t is None else full_t
     # Tipping (2001) eq. 46 with rss at its least and sum gamma = 0: below every optimum
     bound = noise_variance_cd(least_squares_rss, 0.0, full_t.size, prior.c, prior.d)
-    start = max(initial_noise_var(targets, schedule.start_noise), bound)
-    first = Ascent(B, t, 1.0 / start, learn_noise=True, **options)
-    status = first.run()
-    if status != Status.CONVERGED or not later:
-        return first, status
     floor = noise_var_floor(targets)
-    later_ascents = [(schedule.second_start, schedule)]
-    if schedule.third_start is not None and held:
-        later_ascents.append((schedule.third_start, schedule))
-    if schedule.slow_start is not None and held:
-        slow = dataclasses.replace(schedule, noise_growth=schedule.slow_growth)
-        later_ascents.append((schedule.slow_start, slow))
-    starts = [(start, schedule)]
+    runs: list[tuple[float, Schedule]] = []
+
+    def run(start: Start, noise: float) -> tuple[Ascent | None, Status]:
+        growth = schedule.noise_growth if start.growth is None else start.growth
+        ascent_schedule = dataclasses.replace(schedule, noise_growth=growth)
+        if (noise, ascent_schedule) in runs:
+            return None, Status.CONVERGED
+        runs.append((noise, ascent_schedule))
+        ascent = Ascent(B, t, 1.0 / noise, learn_noise=True, schedule=ascent_schedule, **options)
+        return ascent, ascent.run()
+
+    first_start, *later = schedule.starts[:n_starts]
+    first, status = run(first_start, max(initial_noise_var(targets, first_start.noise), bound))
+    assert first is not None  # the first ascent repeats none
+    if status != Status.CONVERGED:
+        return first, status
     best = first
-    for fraction, later_schedule in later_ascents:
-        later = max(fraction / first.beta, floor, bound)
-        if (later, later_schedule) in starts:
-            continue
-        starts.append((later, later_schedule))
-        ascent = Ascent(
-            B, t, 1.0 / later, learn_noise=True, **{**options, "schedule": later_schedule}
-        )
-        if ascent.run() == Status.CONVERGED and ascent.log_evidence > best.log_evidence:
+    for start in later:  # a fraction of the first ascent's noise variance
+        ascent, status = run(start, max(start.noise / first.beta, floor, bound))
+        if ascent is None or status != Status.CONVERGED:
+            continue  # a repeat of an earlier start, or an ascent that did not converge
+        if ascent.log_evidence > best.log_evidence:
             best = ascent
     return best, Status.CONVERGED

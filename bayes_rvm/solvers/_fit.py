@@ -208,6 +208,7 @@ def fit_type2(
     tol: float = 1e-6,
     verbose: bool = False,
     sample_weight=None,
+    n_starts: int | None = None,
 ) -> Type2Result:
     """Type-II maximum likelihood ("evidence") fit of the sparse Bayesian model.
 
@@ -264,6 +265,18 @@ def fit_type2(
         ``w_n y_n (1 - y_n)`` (softmax: ``w_n (diag(y_n) - y_n y_n^T)``) and the gradient
         residual ``w_n (t_n - y_n)`` (:class:`~bayes_rvm.laplace.Bernoulli`,
         :class:`~bayes_rvm.laplace.Categorical`).
+    n_starts : int, optional
+        "sequential" with the gaussian likelihood and a learned noise: the number of
+        ascents, each from its own starting noise, of which the fit with the highest log
+        evidence is returned (the evidence is multimodal in the noise, and which optimum
+        an ascent reaches depends on where it starts;
+        :attr:`~bayes_rvm.solvers.sequential.Schedule.starts`). From 1 to 4: more starts
+        reach a higher optimum on some data and take about that many times longer.
+        ``None``: 4 on a basis held in memory, 2 on one reduced to its triangular factor
+        (more rows than columns, over 16 MiB: there each ascent takes seconds). A basis
+        fitted on a working set of columns (over 16 MiB and not reduced) is fitted from
+        one start. Fits with ``noise_var`` given, and classification, have no starting
+        noise: one ascent. The measured trade-off is on the solver page of the docs.
 
     Returns
     -------
@@ -315,6 +328,14 @@ def fit_type2(
             f"with likelihood={likelihood!r}"
         )
     max_iter = check_positive_int(default_max_iter if max_iter is None else max_iter, "max_iter")
+    starts: dict[str, int] = {}  # the sequential solver's number of starts, when given
+    if n_starts is not None:
+        starts["n_starts"] = check_positive_int(n_starts, "n_starts")
+        if solver != "sequential":
+            raise ValueError(
+                f"n_starts applies to solver='sequential', got solver={solver!r} (MacKay "
+                "and EM update every hyperparameter from one start)"
+            )
     tol = check_positive_real(tol, "tol")
     solver_basis = basis.evaluated()  # a small kernel basis evaluated once, not per pass
     fitted_basis, fitted_t = solver_basis, t
@@ -343,6 +364,7 @@ def fit_type2(
         tol=tol,
         verbose=verbose,
         **options,
+        **starts,
     )
     result = scaling.undo(result, solver_prior, basis.n_rows, weight_total)
     if result.stalled:

@@ -211,7 +211,7 @@ class WorkingSetFit:
             # most of its columns
             self._ascent, status = ascend_dense(
                 B, t_reduced, prior=self.prior, tol=tol, max_iter=max_iter, schedule=schedule,
-                full_t=self.t, later=False, targets=self.targets,
+                full_t=self.t, n_starts=1, targets=self.targets,
             )  # fmt: skip
         else:
             active, alpha, beta = self.model()

@@ -13,8 +13,9 @@ index).
 
 - Gaussian likelihood with a learned noise on a basis of at most :attr:`Schedule.dense_bytes`
   (``N n_basis`` doubles): the compiled step loop (:mod:`bayes_rvm.solvers._compiled`,
-  :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, four
-  ascents (two on a reduced design) and a final certificate on exact ``S, Q`` (see
+  :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, the
+  best of the ascents of :attr:`Schedule.starts` (``n_starts`` of them: by default four,
+  two on a reduced design) and a final certificate on exact ``S, Q`` (see
   :class:`Schedule`).
 - The same on a larger basis that is neither reduced (below) nor compressible (its columns
   keep a squared residual above :attr:`Schedule.working_residual` after the first block
@@ -88,7 +89,7 @@ from bayes_rvm.solvers._base import (
     initial_noise_var,
     noise_var_floor,
 )
-from bayes_rvm.solvers._compiled import Schedule, Status, ascend_dense
+from bayes_rvm.solvers._compiled import Schedule, Start, Status, ascend_dense
 from bayes_rvm.solvers._crosses import (
     CompressedCrosses,
     Compression,
@@ -101,7 +102,7 @@ from bayes_rvm.solvers._outer import ModeLoop, NoiseLoop, gaussian_log_evidence
 from bayes_rvm.solvers._working_set import fit_working_set
 from bayes_rvm.solvers._workspace import Workspace
 
-__all__ = ["LargeSchedule", "Schedule", "fit"]
+__all__ = ["LargeSchedule", "Schedule", "Start", "fit"]
 
 
 def fit(
@@ -117,6 +118,7 @@ def fit(
     schedule: Schedule | None = None,
     large_schedule: LargeSchedule | None = None,
     targets: TargetMoments | None = None,
+    n_starts: int | None = None,
 ) -> Type2Result:
     """Sequential add / re-estimate / delete; see :func:`bayes_rvm.fit_type2`.
 
@@ -125,7 +127,9 @@ def fit(
     raised it by less than ``tol``. ``max_iter`` counts add / re-estimate / delete steps
     and noise updates. ``schedule`` is the compiled path's schedule (its ``dense_bytes``
     decides which path a Gaussian fit with a learned noise takes), ``large_schedule`` the
-    large path's (:class:`LargeSchedule`); ``None`` takes the defaults.
+    large path's (:class:`LargeSchedule`); ``None`` takes the defaults. ``n_starts``: the
+    number of :attr:`Schedule.starts` a Gaussian fit with a learned noise runs on a basis
+    held in memory or reduced (see :func:`bayes_rvm.fit_type2`).
 
     Notes
     -----
@@ -158,6 +162,11 @@ def fit(
         )
     stop = Stopping(max_iter, tol, verbose)
     schedule = Schedule() if schedule is None else schedule
+    if n_starts is not None and not 1 <= n_starts <= len(schedule.starts):
+        raise ValueError(
+            f"expected n_starts between 1 and {len(schedule.starts)} (the starts of the "
+            f"schedule) or None, got {n_starts}"
+        )
     large = LargeSchedule() if large_schedule is None else large_schedule
     held = schedule.holds(basis.shape)  # the basis as given, before any reduction
     data_t = t  # the target of the N rows
@@ -175,7 +184,9 @@ def fit(
     # held fixed goes to the large path, whose joint Newton steps reach better optima there.
     if link is None and noise_var is None and (reduced or held):
         full_t = data_t if reduced else None
-        result = _fit_compiled(basis, t, prior, stop, schedule, targets, full_t, least_squares_rss)
+        result = _fit_compiled(
+            basis, t, prior, stop, schedule, targets, full_t, least_squares_rss, n_starts
+        )
         if result is not None:
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
@@ -350,13 +361,15 @@ def _fit_compiled(
     targets: TargetMoments,
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
+    n_starts: int | None = None,
 ) -> Type2Result | None:
     """Gaussian likelihood, noise learned, basis in memory: the compiled ascent
     (:mod:`._compiled`); ``None`` when its posterior precision lost positive definiteness.
     ``full_t`` is ``None`` for a held basis, or the target of the rows that the reduced
     design ``basis`` and target ``t`` stand for; ``least_squares_rss`` a lower bound on
-    the residual sum of squares of every weight vector (:func:`~._compiled.ascend_dense`);
-    ``targets``: the moments of the rows the data stand for."""
+    the residual sum of squares of every weight vector, ``n_starts`` the number of starts
+    (:func:`~._compiled.ascend_dense`); ``targets``: the moments of the rows the data
+    stand for."""
     data_t = t if full_t is None else full_t
     Phi = basis.toarray()
     sq_norms = np.einsum("ij,ij->j", Phi, Phi)
@@ -367,7 +380,7 @@ def _fit_compiled(
     B = np.divide(Phi.T, scales[:, None], out=np.empty(Phi.shape[::-1]))  # Phi~^T
     ascent, status = ascend_dense(
         B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule,
-        full_t=full_t, least_squares_rss=least_squares_rss, targets=targets,
+        full_t=full_t, least_squares_rss=least_squares_rss, targets=targets, n_starts=n_starts,
     )  # fmt: skip
     if status == Status.NOT_PD:
         return None
