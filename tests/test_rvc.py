@@ -135,7 +135,8 @@ def test_sequential_optimality_conditions_on_a_kernel_basis():
 
 
 def test_sequential_classification_without_a_dense_basis():
-    """Above mode_dense_bytes the basis is compressed and re-weighted by passes: same fit."""
+    """Above mode_dense_bytes the basis is compressed and re-weighted by passes: the same
+    fit, certified at its mode."""
     data = datasets.load_ripley()
     pick = np.random.default_rng(0).choice(250, 100, replace=False)
     basis = KernelBasis(data.X_train[pick], RBF(4.0))
@@ -144,6 +145,7 @@ def test_sequential_classification_without_a_dense_basis():
     dense = sequential.fit(basis, y, link=Bernoulli(y), **options)
     large = sequential.LargeSchedule(mode_dense_bytes=0)
     passes = sequential.fit(basis, y, link=Bernoulli(y), large_schedule=large, **options)
+    _assert_certified_at_its_mode(basis.toarray(), y, passes, 1e-6)
     np.testing.assert_array_equal(passes.active, dense.active)
     assert passes.log_evidence == pytest.approx(dense.log_evidence, abs=1e-8)
 
