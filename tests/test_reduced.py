@@ -3,27 +3,34 @@
 The Gaussian evidence, posterior and noise update see the data only through
 ``Phi^T Phi``, ``Phi^T t``, ``t^T t`` and ``N`` (Tipping 2001, eq. 12-13, 36, 46). The
 reduction must reproduce those products to rounding, and a fit on the reduced design
-must be the fit on the data.
+must be a fit of the data: certified and of the evidence of the ``N`` rows (recomputed
+here from the data), at the optimum of the basis held as it is. Only public names
+choose the route (``sequential.Schedule``); nothing here depends on how the solver
+schedules its steps.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.linalg import cholesky, solve_triangular
 
 from bayes_rvm import basis as basis_module
 from bayes_rvm.basis import DenseBasis, KernelBasis, RowWeightedBasis, ScaledBasis
+from bayes_rvm.evidence import LOG_2PI, Prior, column_gain, own_sparsity_quality
 from bayes_rvm.kernels import RBF
-from bayes_rvm.posterior import fit_gaussian
-from bayes_rvm.solvers import _compiled, em, mackay, sequential
-from bayes_rvm.solvers._ascent import Stopping
-from bayes_rvm.solvers._base import Prior, TargetMoments
-from bayes_rvm.solvers._compiled import Schedule
+from bayes_rvm.solvers import em, mackay, sequential
 
 # relative rounding of products of O(n) terms after one Householder QR of ~1000 rows
 PRODUCTS = 1e-13
 # evidence of the same model from two routes whose products agree to rounding
 EVIDENCE = 1e-8
+#: The sequential solver's convergence threshold (nats) in the fits below.
+TOL = 1e-6
+#: Schedules that take the basis as it is, and its reduced design (``dense_bytes`` of the
+#: public schedule chooses the route).
+HELD = sequential.Schedule(dense_bytes=2**40)
+REDUCED = sequential.Schedule(dense_bytes=0)
 
 
 def _products(A: np.ndarray) -> np.ndarray:
@@ -98,8 +105,9 @@ def test_reduce_rejects_vectors_of_another_length(t, row_scale):
 
 
 def _sparse_problem(seed: int, n: int = 1500, m: int = 60, noise: float = 0.3):
-    """Random design with a few relevant columns: well conditioned, so that two routes
-    whose products differ by rounding take the same steps."""
+    """Random design with a few relevant columns. Its columns are nearly orthogonal (``N``
+    Gaussian entries each, ``N >> M``: correlations about ``N^-1/2``), so the evidence's
+    coordinates (each ``log alpha_i`` and ``log beta``) barely couple."""
     rng = np.random.default_rng(seed)
     Phi = rng.normal(size=(n, m))
     w = np.zeros(m)
@@ -108,33 +116,144 @@ def _sparse_problem(seed: int, n: int = 1500, m: int = 60, noise: float = 0.3):
 
 
 def _fit(basis, t, *, reduce: bool, noise_var=None):
-    """The sequential fit of ``basis`` with or without the reduction (the same algorithm:
-    the compiled path for a learned noise, the large path for a fixed one)."""
-    schedule = sequential.Schedule(dense_bytes=0 if reduce else 2**40)
+    """The sequential fit of ``basis`` on its reduced design or on the basis as it is."""
     return sequential.fit(
-        basis, t, prior=Prior(), noise_var=noise_var, max_iter=10_000, tol=1e-6,
-        schedule=schedule,
+        basis, t, prior=Prior(), noise_var=noise_var, max_iter=10_000, tol=TOL,
+        schedule=REDUCED if reduce else HELD,
     )  # fmt: skip
 
 
-def _least_squares_rss(Phi: np.ndarray, t: np.ndarray) -> float:
+@pytest.fixture
+def reductions(monkeypatch):
+    """The number of :meth:`DenseBasis.reduce` calls: whether a fit took the reduced
+    design."""
+    calls = []
+    reduce = DenseBasis.reduce
+    monkeypatch.setattr(DenseBasis, "reduce", lambda *a: calls.append(1) or reduce(*a))
+    return calls
+
+
+# Independent recomputation on the N rows (Tipping 2001; Faul & Tipping 2002): Cholesky
+# factors, triangular solves and an SVD, nothing of the solver.
+
+
+def _evidence_in_beta(Phi_a: np.ndarray, t: np.ndarray, alpha: np.ndarray):
+    """Eq. 36 (``a = b = c = d = 0``) at ``alpha`` as a function of ``beta``.
+
+    From the SVD ``Phi_a A^-1/2 = P diag(d) V^T``: ``C = beta^-1 I + P diag(d^2) P^T``,
+    so ``log|C| = -N log beta + sum log(1 + beta d^2)`` and ``t^T C^-1 t = beta (||t||^2
+    - ||P^T t||^2) + sum beta (P^T t)^2 / (1 + beta d^2)``: no ``N x N`` matrix, and no
+    cancellation between two evaluations at nearby ``beta``."""
+    P, d, _ = np.linalg.svd(Phi_a / np.sqrt(alpha), full_matrices=False)
+    p = P.T @ t
+    outside = float(t @ t - p @ p)
+
+    def log_evidence(beta: float) -> float:
+        shrink = 1.0 + beta * d * d
+        log_det = -t.size * np.log(beta) + np.sum(np.log(shrink))
+        quad = beta * (outside + np.sum(p * p / shrink))
+        return float(-0.5 * (t.size * LOG_2PI + log_det + quad))
+
+    return log_evidence
+
+
+def _assert_certified(Phi: np.ndarray, t: np.ndarray, fit) -> None:
+    """The optimality certificate on the ``N`` rows: from ``S, Q`` of every column
+    computed afresh at the fit's hyperparameters, no single add, re-estimate or delete
+    gains more than ``TOL`` (Faul & Tipping 2002, eq. 15-17), nor (noise learned) the
+    noise update of eq. 46; and the reported log evidence is eq. 36 of those rows."""
+    assert fit.converged
+    Phi_a, alpha, beta = Phi[:, fit.active], fit.alpha, fit.beta
+    # Tipping (2001) eq. 12-13: H = A + beta Phi_a^T Phi_a = L L^T, mu = beta H^-1 Phi_a^T t
+    L = cholesky(np.diag(alpha) + beta * Phi_a.T @ Phi_a, lower=True)
+    Z = solve_triangular(L, Phi_a.T @ Phi, lower=True)
+    z = solve_triangular(L, Phi_a.T @ t, lower=True)
+    # Tipping & Faul (2003) eq. 24-25 with C^-1 by Woodbury
+    S = beta * np.einsum("ij,ij->j", Phi, Phi) - beta**2 * np.einsum("ij,ij->j", Z, Z)
+    Q = beta * (Phi.T @ t) - beta**2 * (Z.T @ z)
+    all_alpha = np.full(Phi.shape[1], np.inf)
+    all_alpha[fit.active] = alpha
+    gain, _ = column_gain(*own_sparsity_quality(S, Q, all_alpha), all_alpha)
+    assert gain.max() <= TOL
+    log_evidence = _evidence_in_beta(Phi_a, t, alpha)
+    assert fit.log_evidence == pytest.approx(log_evidence(beta), rel=1e-10)
+    if fit.noise_fixed:
+        return
+    L_inv = solve_triangular(L, np.eye(alpha.size), lower=True)
+    gamma = 1.0 - alpha * np.einsum("ij,ij->j", L_inv, L_inv)  # eq. 39
+    residual = t - Phi_a @ (beta * (L_inv.T @ z))
+    beta_new = (t.size - gamma.sum()) / float(residual @ residual)  # eq. 46
+    assert log_evidence(beta_new) - log_evidence(beta) <= TOL
+
+
+def _assert_same_optimum(fit, other, Phi: np.ndarray) -> None:
+    """Two fits of one problem, each certified at ``TOL``: on a design whose coordinates
+    barely couple the gap to the optimum is about the sum of the single-coordinate gains,
+    at most ``G = (M + 1) TOL`` for each fit. So the log evidence agrees to ``2 G``; the
+    fitted values to ``sqrt(2 G / beta)`` each in norm (a change ``dF`` costs ``beta
+    ||dF||^2 / 2`` nats of fit); and ``log beta``, whose curvature at the optimum is about
+    ``(N - sum gamma) / 2 >= (N - M) / 2``, to ``sqrt(4 G / (N - M))`` each."""
+    np.testing.assert_array_equal(fit.active, other.active)
+    n, M = Phi.shape[0], fit.active.size
+    gap = (M + 1) * TOL
+    assert fit.log_evidence == pytest.approx(other.log_evidence, abs=2 * gap)
+    fitted = Phi[:, fit.active] @ fit.mu - Phi[:, other.active] @ other.mu
+    assert np.linalg.norm(fitted) <= 2 * np.sqrt(2 * gap / min(fit.beta, other.beta))
+    assert np.log(fit.beta / other.beta) == pytest.approx(0.0, abs=2 * np.sqrt(4 * gap / (n - M)))
+
+
+@pytest.mark.parametrize("noise_var", [None, 0.09])
+def test_reduced_fit_is_the_fit_on_the_n_rows(noise_var, reductions):
+    """The reduced design ``[R; 0]``, ``[z; r]`` counted as ``N`` rows: the fit is certified
+    on the data themselves, and it reaches the optimum of the basis held as it is."""
+    Phi, t = _sparse_problem(4)
+    held = _fit(DenseBasis(Phi), t, reduce=False, noise_var=noise_var)
+    assert not reductions
+    reduced = _fit(DenseBasis(Phi), t, reduce=True, noise_var=noise_var)
+    assert reductions, "the fit did not run on the reduced design"
+    assert reduced.active.size >= 6
+    _assert_certified(Phi, t, reduced)
+    _assert_certified(Phi, t, held)
+    _assert_same_optimum(reduced, held, Phi)
+
+
+def test_reduced_fit_at_high_noise_reaches_the_held_optimum(reductions):
+    """Many more rows than columns and a large noise, so that the least-squares bound on
+    the noise variance of every fixed point of eq. 46 (``r^2 / N``, which the reduced
+    design carries as its last entry) lies close to the optimum: the reduced fit reaches
+    the held fit's optimum, certified on the ``N`` rows, with a noise variance above
+    that bound."""
+    Phi, t = _sparse_problem(8, n=4000, m=40, noise=3.0)
+    reduced = _fit(DenseBasis(Phi), t, reduce=True)
+    assert reductions, "the fit did not run on the reduced design"
+    held = _fit(DenseBasis(Phi), t, reduce=False)
+    _assert_certified(Phi, t, reduced)
+    _assert_certified(Phi, t, held)
+    _assert_same_optimum(reduced, held, Phi)
     residual = t - Phi @ np.linalg.lstsq(Phi, t, rcond=None)[0]
-    return float(residual @ residual)
+    assert 1.0 / reduced.beta >= float(residual @ residual) / t.size
 
 
-def _direct(basis, t, noise_var=None):
-    """The fit of ``basis`` without the reduction, by the algorithm the reduced fit runs:
-    with the noise learned, the compiled ascent started at the least-squares bound that
-    the reduced design carries (:func:`bayes_rvm.solvers._compiled.ascend_dense`)."""
-    if noise_var is not None:
-        return _fit(basis, t, reduce=False, noise_var=noise_var)
-    return sequential._fit_compiled(
-        basis, t, Prior(), Stopping(10_000, 1e-6, False), sequential.Schedule(),
-        TargetMoments.of(t), t, _least_squares_rss(basis.toarray(), t),
-    )  # fmt: skip
+def test_reduced_weighted_fit_is_the_fit_on_the_n_rows(reductions):
+    """Rows of weight ``w_n``: the problem ``sqrt(w) Phi``, ``sqrt(w) t``, reduced, is
+    certified on its ``N`` rows and reaches the optimum of the weighted basis held as it
+    is."""
+    Phi, t = _sparse_problem(5)
+    weights = np.random.default_rng(6).uniform(0.2, 3.0, t.size)
+    basis = RowWeightedBasis(DenseBasis(Phi), weights)
+    root = np.sqrt(weights)
+    reduced = _fit(basis, root * t, reduce=True)
+    assert reductions, "the fit did not run on the reduced design"
+    held = _fit(basis, root * t, reduce=False)
+    _assert_certified(root[:, None] * Phi, root * t, reduced)
+    _assert_certified(root[:, None] * Phi, root * t, held)
+    _assert_same_optimum(reduced, held, root[:, None] * Phi)
 
 
 def _assert_same_fit(reduced, direct):
+    """MacKay and EM re-estimate every hyperparameter from ``Phi^T Phi``, ``Phi^T t``,
+    ``t^T t`` and ``N``: on products equal to rounding they take the same iterations, so
+    their results agree to rounding amplified by the iterations."""
     np.testing.assert_array_equal(reduced.active, direct.active)
     assert reduced.log_evidence == pytest.approx(direct.log_evidence, rel=EVIDENCE)
     np.testing.assert_allclose(reduced.alpha, direct.alpha, rtol=1e-6)
@@ -142,87 +261,22 @@ def _assert_same_fit(reduced, direct):
     assert reduced.beta == pytest.approx(direct.beta, rel=1e-8)
 
 
-@pytest.mark.parametrize("noise_var", [None, 0.09])
-def test_reduced_fit_is_the_direct_fit(noise_var, monkeypatch):
-    Phi, t = _sparse_problem(4)
-    basis = DenseBasis(Phi)
-    calls = []
-    reduce = DenseBasis.reduce
-    monkeypatch.setattr(DenseBasis, "reduce", lambda *a: calls.append(1) or reduce(*a))
-    direct = _direct(basis, t, noise_var)
-    assert not calls
-    reduced = _fit(basis, t, reduce=True, noise_var=noise_var)
-    assert calls, "the fit did not run on the reduced design"
-    _assert_same_fit(reduced, direct)
-    assert direct.active.size >= 6 and reduced.converged
-    # its evidence is that of the N rows (Tipping 2001, eq. 36), from the data themselves
-    independent = fit_gaussian(Phi[:, reduced.active], t, reduced.alpha, reduced.beta)
-    expected = independent.log_evidence(Prior(), noise_learned=noise_var is None)
-    assert reduced.log_evidence == pytest.approx(expected, rel=1e-10)
-
-
-def test_reduced_fit_starts_at_the_least_squares_bound(monkeypatch):
-    """Every fixed point of eq. 46 has a noise variance of at least ``r^2 / N``, the
-    least-squares residual of the whole basis per row, which the reduced design carries
-    as its last entry. With many more rows than columns that bound is close to the
-    optimum: the reduced fit starts there, runs one ascent (a second from the same start
-    would repeat it; a reduced design runs no third or fourth), and reaches
-    the direct fit, which starts lower and runs four."""
-    Phi, t = _sparse_problem(8, n=4000, m=40, noise=3.0)
-    starts = []
-    init = _compiled.Ascent.__init__
-
-    def recording(self, B, target, beta, **options):
-        starts.append(1.0 / beta)
-        init(self, B, target, beta, **options)
-
-    monkeypatch.setattr(_compiled.Ascent, "__init__", recording)
-    bound = _least_squares_rss(Phi, t) / t.size
-    reduced = _fit(DenseBasis(Phi), t, reduce=True)
-    assert starts == [pytest.approx(bound, rel=1e-10)]
-    direct = _fit(DenseBasis(Phi), t, reduce=False)
-    assert len(starts) == 5 and starts[1] < 0.1 * bound
-    assert 1.0 / reduced.beta >= bound
-    # the same optimum, each fit to its own tolerance: both certified (no action gains
-    # more than tol, no re-estimate more than polish tol), so their log evidence agrees
-    # to about M polish tol, and their predictions to sqrt(2 gain / beta) each
-    np.testing.assert_array_equal(reduced.active, direct.active)
-    gain = reduced.active.size * sequential.Schedule().polish * 1e-6
-    assert reduced.log_evidence == pytest.approx(direct.log_evidence, abs=gain)
-    assert reduced.beta == pytest.approx(direct.beta, rel=1e-6)
-    predictions = [Phi[:, fit.active] @ fit.mu for fit in (reduced, direct)]
-    np.testing.assert_allclose(*predictions, rtol=0, atol=2 * np.sqrt(2 * gain / reduced.beta))
-
-
-def test_reduced_weighted_fit_is_the_direct_fit():
-    Phi, t = _sparse_problem(5)
-    weights = np.random.default_rng(6).uniform(0.2, 3.0, t.size)
-    basis = RowWeightedBasis(DenseBasis(Phi), weights)
-    target = np.sqrt(weights) * t
-    _assert_same_fit(_fit(basis, target, reduce=True), _direct(basis, target))
-
-
 @pytest.mark.parametrize("solver", [mackay, em])
 @pytest.mark.parametrize("noise_var", [None, 0.09])
-def test_reestimation_on_the_reduced_design_is_the_direct_fit(solver, noise_var, monkeypatch):
-    """MacKay and EM re-estimate from the products too: on the reduced design they take
-    the same iterations to the same fit, whose evidence is that of the N rows."""
+def test_reestimation_on_the_reduced_design_is_the_direct_fit(solver, noise_var, reductions):
+    """MacKay and EM re-estimate from the products too: on the reduced design they reach
+    the same fit, whose evidence is that of the N rows."""
     Phi, t = _sparse_problem(9)
-    calls = []
-    reduce = DenseBasis.reduce
-    monkeypatch.setattr(DenseBasis, "reduce", lambda *a: calls.append(1) or reduce(*a))
     # EM's steps shrink near the optimum: a looser tolerance for it to converge
     tol = 1e-6 if solver is mackay else 1e-3
     options = {"prior": Prior(), "noise_var": noise_var, "max_iter": 20_000, "tol": tol}
-    direct = solver.fit(DenseBasis(Phi), t, **options, schedule=Schedule(dense_bytes=2**40))
-    assert not calls
-    reduced = solver.fit(DenseBasis(Phi), t, **options, schedule=Schedule(dense_bytes=0))
-    assert calls, "the fit did not run on the reduced design"
+    direct = solver.fit(DenseBasis(Phi), t, **options, schedule=HELD)
+    assert not reductions
+    reduced = solver.fit(DenseBasis(Phi), t, **options, schedule=REDUCED)
+    assert reductions, "the fit did not run on the reduced design"
     _assert_same_fit(reduced, direct)
-    assert reduced.n_iter == direct.n_iter
     assert reduced.converged and reduced.active.size >= 6
-    independent = fit_gaussian(Phi[:, reduced.active], t, reduced.alpha, reduced.beta)
-    expected = independent.log_evidence(Prior(), noise_learned=noise_var is None)
+    expected = _evidence_in_beta(Phi[:, reduced.active], t, reduced.alpha)(reduced.beta)
     assert reduced.log_evidence == pytest.approx(expected, rel=1e-10)
 
 
@@ -235,40 +289,22 @@ def test_weighted_reestimation_on_the_reduced_design_is_the_direct_fit():
     target = np.sqrt(weights) * t
     prior = Prior(c=0.5 * (weights.sum() - t.size))  # as fit_type2 counts sum(w) rows
     options = {"prior": prior, "noise_var": None, "max_iter": 5000, "tol": 1e-6}
-    direct = mackay.fit(basis, target, **options, schedule=Schedule(dense_bytes=2**40))
-    reduced = mackay.fit(basis, target, **options, schedule=Schedule(dense_bytes=0))
+    direct = mackay.fit(basis, target, **options, schedule=HELD)
+    reduced = mackay.fit(basis, target, **options, schedule=REDUCED)
     _assert_same_fit(reduced, direct)
     assert reduced.converged
 
 
 def test_compiled_path_holds_a_basis_up_to_dense_bytes():
     shape = (100, 8)  # 6,400 bytes of doubles
-    assert Schedule(dense_bytes=6400).holds(shape)
-    assert not Schedule(dense_bytes=6399).holds(shape)
+    assert sequential.Schedule(dense_bytes=6400).holds(shape)
+    assert not sequential.Schedule(dense_bytes=6399).holds(shape)
 
 
 def test_reduction_is_taken_only_when_it_pays():
     tall = DenseBasis(np.ones((100, 8)))  # 6,400 bytes, a factor of 9^2 doubles
-    assert Schedule(dense_bytes=6399).reduces(tall.shape)
-    assert not Schedule(dense_bytes=6400).reduces(tall.shape)
-    assert not Schedule(dense_bytes=0, reduced_bytes=8 * 80).reduces(tall.shape)
+    assert sequential.Schedule(dense_bytes=6399).reduces(tall.shape)
+    assert not sequential.Schedule(dense_bytes=6400).reduces(tall.shape)
+    assert not sequential.Schedule(dense_bytes=0, reduced_bytes=8 * 80).reduces(tall.shape)
     square = DenseBasis(np.ones((17, 8)))  # fewer than twice as many rows as columns
-    assert not Schedule(dense_bytes=0).reduces(square.shape)
-
-
-def test_reduced_fit_on_the_large_path_learns_the_noise_of_the_n_rows(monkeypatch):
-    """When the compiled loop gives up (it returns None on a loss of positive
-    definiteness) the reduced design goes to the large path, whose noise update (eq. 46)
-    must take N from the data, not from the n + 1 rows of the factor."""
-    Phi, t = _sparse_problem(7)
-    monkeypatch.setattr(sequential, "_fit_compiled", lambda *args: None)
-    options = {"prior": Prior(), "noise_var": None, "max_iter": 10_000, "tol": 1e-6}
-    reduced = sequential.fit(
-        DenseBasis(Phi), t, **options, schedule=sequential.Schedule(dense_bytes=0)
-    )
-    direct = sequential.fit(
-        DenseBasis(Phi), t, **options,
-        schedule=sequential.Schedule(dense_bytes=0, reduced_bytes=0),
-    )  # fmt: skip
-    _assert_same_fit(reduced, direct)
-    assert reduced.converged
+    assert not sequential.Schedule(dense_bytes=0).reduces(square.shape)
