@@ -50,6 +50,7 @@ import dataclasses
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -351,7 +352,7 @@ def _write(args: argparse.Namespace, rows: list[dict], means: dict[str, float]) 
 
     command = "python benchmarks/bench_sequential.py --write"
     command += f" --repeats {args.repeats} --timeout {args.timeout:g}"
-    command += " --packages " + " ".join(args.packages)
+    command += " --packages " + " ".join(shlex.quote(p) for p in args.packages)
     if args.problems != list(PROBLEMS):
         command += " --problems " + " ".join(args.problems)
     notes = (
