@@ -118,9 +118,9 @@ or callable, default="rbf"
         Fix the noise variance (Fig. 1 of the paper uses ``0.01**2``); learned when ``None``.
     n_starts : int, optional
         Solver "sequential" with the noise learned: the number of ascents from different
-        starting noises, the best kept (:func:`bayes_rvm.fit_type2`). 1 is the fastest; the
-        default (``None``: 4 when the basis is held in memory) reaches a higher optimum of
-        the evidence on some data, at up to about four times the time.
+        starting noises, the best kept (:func:`bayes_rvm.fit_type2`). ``None``: 8 when the
+        basis is held in memory. 1 is the fastest; more never reach a lower optimum of
+        the evidence and take about proportionally longer.
     max_iter : int, optional
         Solver iteration limit (solver default when ``None``).
     tol : float, default=1e-6

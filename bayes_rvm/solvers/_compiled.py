@@ -8,8 +8,9 @@ sub-problem is solved only to a tolerance proportional to the gain of the last n
 update, and the fit ends with a certificate on exact ``S, Q`` (no single add, re-estimate
 or delete gains more than ``tol``, and the noise update gains at most ``tol``).
 The evidence is multimodal in the noise, and which optimum a continuation reaches depends
-on where it starts: a fit runs the ascents of :attr:`Schedule.starts` (the first ``n``
-of them, ``n`` the public ``n_starts``) and returns the one with the highest log
+on where it starts: a fit runs the ascents of the first ``n`` starts of the schedule
+(:meth:`Schedule.first_starts`, ``n`` the public ``n_starts``) and returns the one with
+the highest log
 evidence; the ascents share the products of the columns they add (:class:`GramRows`).
 None starts below a lower bound of every noise optimum when one is known (the
 least-squares residual of a reduced design), and an ascent whose start that bound makes
@@ -86,7 +87,7 @@ class Schedule:
         doubles) when that takes at most this many bytes (:meth:`reduces`), and the
         compiled path runs on it (the MacKay and EM solvers also run on it).
     starts : tuple of Start
-        The ascents of a fit, in order; the one with the highest log evidence is
+        The first ascents of a fit, in order; the one with the highest log evidence is
         returned. The first starts from below the noise optimum of most data; the second
         from a quarter of the first one's noise variance (below its optimum, where a
         high-noise optimum of the first cannot trap it); the third at the first one's
@@ -94,10 +95,14 @@ class Schedule:
         slower continuation (an ``alpha`` sub-problem solved loosely at a low noise keeps
         too few columns, its residual overstates the noise, and a fast continuation
         follows it to a high-noise optimum).
-    reduced_starts : int
-        The number of :attr:`starts` a fit on a reduced design runs by default (its
-        ascents keep hundreds of columns and take seconds each); a held basis runs them
-        all.
+    restart_range : tuple of float
+        Ascents after :attr:`starts` start at fractions of the first one's noise variance
+        spread over this range, evenly in ``log`` (:meth:`first_starts`).
+    restart_growths : tuple of float
+        Their :attr:`noise_growth`, in turn.
+    held_starts, reduced_starts : int
+        The number of starts of a fit by default on a basis held as it is, and on a
+        reduced design (whose ascents keep hundreds of columns and take seconds each).
     first_inner : float
         Tolerance (nats) of the first ``alpha`` sub-problem.
     relative_inner : float
@@ -165,6 +170,9 @@ class Schedule:
     gram_bytes: int = 16 * 2**20
     reduced_bytes: int = 512 * 2**20
     starts: tuple[Start, ...] = (Start(0.02), Start(0.25), Start(1.0), Start(0.05, growth=1.5))
+    restart_range: tuple[float, float] = (0.01, 1.0)
+    restart_growths: tuple[float, ...] = (2.0, 1.5)
+    held_starts: int = 8
     reduced_starts: int = 2
     first_inner: float = 0.1
     relative_inner: float = 0.01
@@ -203,6 +211,22 @@ class Schedule:
             and n_rows >= 2 * (n_basis + 1)
             and 8 * (n_basis + 1) ** 2 <= self.reduced_bytes
         )
+
+    def first_starts(self, n: int) -> tuple[Start, ...]:
+        """The first ``n`` starts: :attr:`starts`, then fractions of the first ascent's
+        noise variance at the points ``u_k = frac(k / golden ratio)`` of the unit interval
+        (each new one in the largest gap left by the others) mapped to
+        :attr:`restart_range` in ``log``."""
+        low, high = np.log(self.restart_range)
+        further = []
+        for k in range(max(n - len(self.starts), 0)):
+            u = (0.5 + k * _INVERSE_GOLDEN) % 1.0
+            growth = self.restart_growths[k % len(self.restart_growths)]
+            further.append(Start(float(np.exp(low + u * (high - low))), growth=growth))
+        return (self.starts + tuple(further))[:n]
+
+
+_INVERSE_GOLDEN = (5**0.5 - 1) / 2
 
 
 class GramRows:
@@ -451,9 +475,10 @@ def ascend_dense(
     least_squares_rss: float = 0.0,
     n_starts: int | None = None,
 ) -> tuple[Ascent, Status]:
-    """The best of the ascents of the first ``n_starts`` of :attr:`Schedule.starts`, the
-    noise learned (``targets`` and ``full_t``: see :class:`Ascent`; the starting noise is
-    taken from ``targets`` too). ``n_starts=None``: all of them on a held basis,
+    """The best of the ascents of the first ``n_starts`` starts of the schedule
+    (:meth:`Schedule.first_starts`), the noise learned (``targets`` and ``full_t``: see
+    :class:`Ascent`; the starting noise is taken from ``targets`` too).
+    ``n_starts=None``: :attr:`Schedule.held_starts` on a held basis,
     :attr:`Schedule.reduced_starts` on a reduced design.
 
     ``least_squares_rss`` is a lower bound on ``||t - Phi w||^2`` over every ``w`` (for a
@@ -470,7 +495,7 @@ def ascend_dense(
         "targets": targets, "gram": GramRows(B.shape[0], schedule.gram_bytes),  # shared
     }  # fmt: skip
     if n_starts is None:
-        n_starts = schedule.reduced_starts if full_t is not None else len(schedule.starts)
+        n_starts = schedule.reduced_starts if full_t is not None else schedule.held_starts
     full_t = t if full_t is None else full_t
     # Tipping (2001) eq. 46 with rss at its least and sum gamma = 0: below every optimum
     bound = noise_variance_cd(least_squares_rss, 0.0, full_t.size, prior.c, prior.d)
@@ -486,7 +511,7 @@ def ascend_dense(
         ascent = Ascent(B, t, 1.0 / noise, learn_noise=True, schedule=ascent_schedule, **options)
         return ascent, ascent.run()
 
-    first_start, *later = schedule.starts[:n_starts]
+    first_start, *later = schedule.first_starts(n_starts)
     first, status = run(first_start, max(initial_noise_var(targets, first_start.noise), bound))
     assert first is not None  # the first ascent repeats none
     if status != Status.CONVERGED:

@@ -268,15 +268,15 @@ def fit_type2(
     n_starts : int, optional
         "sequential" with the gaussian likelihood and a learned noise: the number of
         ascents, each from its own starting noise, of which the fit with the highest log
-        evidence is returned (the evidence is multimodal in the noise, and which optimum
-        an ascent reaches depends on where it starts;
-        :attr:`~bayes_rvm.solvers.sequential.Schedule.starts`). From 1 to 4: more starts
-        reach a higher optimum on some data and take about that many times longer.
-        ``None``: 4 on a basis held in memory, 2 on one reduced to its triangular factor
-        (more rows than columns, over 16 MiB: there each ascent takes seconds). A basis
-        fitted on a working set of columns (over 16 MiB and not reduced) is fitted from
-        one start. Fits with ``noise_var`` given, and classification, have no starting
-        noise: one ascent. The measured trade-off is on the solver page of the docs.
+        evidence is returned (the evidence has many local optima in the noise, and which
+        one an ascent reaches depends on where it starts;
+        :meth:`~bayes_rvm.solvers.sequential.Schedule.first_starts`). More starts never
+        reach a lower optimum and take about proportionally longer. ``None``: 8 on a basis
+        held in memory, 2 on one reduced to its triangular factor (more rows than
+        columns, over 16 MiB: there each ascent takes seconds). A basis fitted on a
+        working set of columns (over 16 MiB and not reduced) is fitted from one start.
+        Fits with ``noise_var`` given, and classification, have no starting noise: one
+        ascent. The measured trade-off is on the solver page of the docs.
 
     Returns
     -------

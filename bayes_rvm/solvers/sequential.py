@@ -162,11 +162,8 @@ def fit(
         )
     stop = Stopping(max_iter, tol, verbose)
     schedule = Schedule() if schedule is None else schedule
-    if n_starts is not None and not 1 <= n_starts <= len(schedule.starts):
-        raise ValueError(
-            f"expected n_starts between 1 and {len(schedule.starts)} (the starts of the "
-            f"schedule) or None, got {n_starts}"
-        )
+    if n_starts is not None and n_starts < 1:
+        raise ValueError(f"expected n_starts >= 1 or None, got {n_starts}")
     large = LargeSchedule() if large_schedule is None else large_schedule
     held = schedule.holds(basis.shape)  # the basis as given, before any reduction
     data_t = t  # the target of the N rows
