@@ -79,6 +79,10 @@ __all__ = [
 
 _jit = numba.njit(cache=True, nogil=True)
 
+# "No column" as an int64 rather than the literal -1, a type of its own to numba: a function
+# that takes a column index would be compiled twice, for Literal[int](-1) and for int64
+_NO_COLUMN = np.int64(-1)
+
 # The paper's equations, compiled from the one place they are written (evidence.py)
 _l = _jit(evidence.log_likelihood_alpha_i)  # Faul & Tipping (2002) eq. 15
 _eq36 = _jit(evidence.log_evidence_terms)  # Tipping (2001) eq. 36, 38, 41
@@ -355,7 +359,7 @@ def _ascend(
         # change the model, still need more than tol)
         inner_re = inner if inner > tol else tol * polish
         best = 0.0
-        best_j = -1
+        best_j = _NO_COLUMN
         best_alpha = math.inf
         for m in range(n_basis):
             if unresolved[m]:
@@ -487,7 +491,7 @@ def _ascend(
                 for b in range(M):
                     Sigma[a, b] -= kappa * sigma_p[a] * sigma_p[b]
                 mu[a] -= kappa * mu_p * sigma_p[a]
-            _sq_update(C, sigma_p, M, beta, S, Q, kappa, kappa * mu_p, -1)
+            _sq_update(C, sigma_p, M, beta, S, Q, kappa, kappa * mu_p, _NO_COLUMN)
             istate[I_SINCE] += 1
             if math.isfinite(best_alpha):
                 if istate[I_LSYNC]:
