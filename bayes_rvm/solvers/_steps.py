@@ -22,6 +22,7 @@ the rank-one updates and the solves run along contiguous rows.
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numba
 import numpy as np
@@ -81,7 +82,7 @@ _jit = numba.njit(cache=True, nogil=True)
 
 # "No column" as an int64 rather than the literal -1, a type of its own to numba: a function
 # that takes a column index would be compiled twice, for Literal[int](-1) and for int64
-_NO_COLUMN = np.int64(-1)
+_NO_COLUMN = cast(int, np.int64(-1))
 
 # The paper's equations, compiled from the one place they are written (evidence.py)
 _l = _jit(evidence.log_likelihood_alpha_i)  # Faul & Tipping (2002) eq. 15
