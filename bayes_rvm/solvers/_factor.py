@@ -1,37 +1,87 @@
 """Compiled factorisations of the sequential solver's step loop (:mod:`._steps`):
-Cholesky factors, their rank-one updates, triangular inverses and triangular solves of
-``H = A + beta Phi_a^T Phi_a``.
+the Cholesky factor of ``H = A + beta Phi_a^T Phi_a``, its rank-one updates, the inverse
+from it and triangular solves.
 
-Below :data:`BLOCKED` active columns they are scalar loops; from there LAPACK's Cholesky
-and blocked triangular products (BLAS-3).
+The factor is held as ``U = L^T`` in C order (upper triangular, ``U^T U = H``), which is
+the lower factor ``L`` in the column-major order of LAPACK: the factorisation, the inverse
+and the solves are LAPACK's and BLAS's (SciPy's ``cython_lapack`` and ``cython_blas``)
+called on the arrays in place. Their addresses are registered with LLVM under names of
+this module, so that numba's cache holds calls by name, resolved when it is loaded
+(a call through a ``ctypes`` pointer would put the address in the code and disable the
+cache).
 """
 
 from __future__ import annotations
 
 import math
 
+import llvmlite.binding as llvm  # type: ignore[import-untyped]
 import numba
 import numpy as np
+from numba import types
+from numba.extending import get_cython_function_address
 
 from bayes_rvm._progress import announce_compilation
 
 announce_compilation()
 
 __all__ = [
-    "BLOCKED",
     "add_block",
     "cholesky",
-    "cholesky_lapack",
     "copy_block",
     "forward",
     "forward_rows",
-    "lower_gram_blocked",
-    "lower_inverse",
-    "lower_inverse_blocked",
+    "inverse",
+    "solve",
     "update_factor",
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
+# the arguments of a LAPACK call, compiled into the caller (not one function for each
+# literal value numba types them with)
+_argument = numba.njit(inline="always")
+
+
+def _bind(library: str, name: str, n_args: int) -> types.ExternalFunction:
+    """SciPy's ``cython_<library>.<name>`` as a numba function of ``n_args`` pointers (the
+    Fortran convention: every argument by reference)."""
+    symbol = f"bayes_rvm_{name}"
+    llvm.add_symbol(symbol, get_cython_function_address(f"scipy.linalg.cython_{library}", name))
+    return types.ExternalFunction(symbol, types.void(*[types.voidptr] * n_args))
+
+
+_dpotrf = _bind("lapack", "dpotrf", 5)  # uplo, n, a, lda, info
+_dpotri = _bind("lapack", "dpotri", 5)  # uplo, n, a, lda, info
+_dpotrs = _bind("lapack", "dpotrs", 8)  # uplo, n, nrhs, a, lda, b, ldb, info
+_dtrsm = _bind("blas", "dtrsm", 11)  # side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb
+_dtrsv = _bind("blas", "dtrsv", 8)  # uplo, trans, diag, n, a, lda, x, incx
+
+# The character arguments: LAPACK's lower triangle is the upper one of a C-ordered array
+_LOWER, _NOT, _TRANSPOSE, _RIGHT = (ord(flag) for flag in "LNTR")
+
+
+@_argument
+def _char(code):
+    """A Fortran ``CHARACTER`` argument."""
+    out = np.empty(1, dtype=np.uint8)
+    out[0] = code
+    return out
+
+
+@_argument
+def _int(value):
+    """A Fortran ``INTEGER`` argument (SciPy's interface: 32 bits)."""
+    out = np.empty(1, dtype=np.int32)
+    out[0] = value
+    return out
+
+
+@_argument
+def _real(value):
+    """A Fortran ``DOUBLE PRECISION`` argument."""
+    out = np.empty(1)
+    out[0] = value
+    return out
 
 
 # numba compiles an array expression over a block of a larger array (``Sigma[:M, :M] -=
@@ -48,141 +98,74 @@ def add_block(out, values, sign):
 
 
 @_jit
-def copy_block(out, values, transpose):
-    """``out[:m, :n] = values`` (``transpose``: ``values.T``, ``values`` of shape
-    ``(n, m)``)."""
-    if transpose:
-        n, m = values.shape
-        for a in range(m):
-            for b in range(n):
-                out[a, b] = values[b, a]
-    else:
-        m, n = values.shape
-        for a in range(m):
-            for b in range(n):
-                out[a, b] = values[a, b]
+def copy_block(out, values):
+    """``out[:m, :n] = values`` for ``values`` of shape ``(m, n)``."""
+    m, n = values.shape
+    for a in range(m):
+        for b in range(n):
+            out[a, b] = values[a, b]
 
 
 @_jit
-def cholesky(H, L):
-    """Lower Cholesky factor of the SPD ``H`` into ``L``; False when not positive definite."""
+def cholesky(H):
+    """``H`` (C order, symmetric) becomes ``U`` in place, upper triangular with ``U^T U =
+    H`` (LAPACK ``dpotrf``); False when ``H`` is not positive definite (``info > 0``: a
+    pivot not positive, or not a number)."""
     M = H.shape[0]
-    for j in range(M):
-        acc = H[j, j]
-        for k in range(j):
-            acc -= L[j, k] * L[j, k]
-        if not acc > 0.0:
-            return False
-        d = math.sqrt(acc)
-        L[j, j] = d
-        for i in range(j + 1, M):
-            acc = H[i, j]
-            for k in range(j):
-                acc -= L[i, k] * L[j, k]
-            L[i, j] = acc / d
-        for i in range(j):
-            L[i, j] = 0.0
-    return True
-
-
-# From this many active columns a factorisation takes LAPACK's Cholesky and blocked
-# triangular products (BLAS-3); below, the scalar loops are as fast.
-BLOCKED = 128
-_BLOCK = 64  # block size of the triangular inverse and product
+    info = _int(0)
+    _dpotrf(_char(_LOWER).ctypes, _int(M).ctypes, H.ctypes, _int(max(M, 1)).ctypes, info.ctypes)
+    for a in range(M):  # dpotrf leaves the other triangle as it was
+        for b in range(a):
+            H[a, b] = 0.0
+    return info[0] == 0
 
 
 @_jit
-def cholesky_lapack(H):
-    """Lower Cholesky factor of the SPD ``H`` (LAPACK); an empty array when ``H`` is not
-    positive definite."""
-    try:
-        return np.linalg.cholesky(H)
-    except Exception:  # LinAlgError: not positive definite (or not finite)
-        return np.zeros((0, 0))
+def inverse(U):
+    """``U`` (a factor of :func:`cholesky`) becomes ``H^-1 = U^-1 U^-T`` in place: the
+    triangular inverse of the factor and its product with its transpose (LAPACK
+    ``dpotri``), one triangle mirrored into the other."""
+    M = U.shape[0]
+    info = _int(0)  # 0: the diagonal of a factor from cholesky is positive
+    _dpotri(_char(_LOWER).ctypes, _int(M).ctypes, U.ctypes, _int(max(M, 1)).ctypes, info.ctypes)
+    for a in range(M):
+        for b in range(a):
+            U[a, b] = U[b, a]
 
 
 @_jit
-def lower_inverse(L):
-    """``L^-1`` of a lower-triangular ``L``, row by row."""
-    M = L.shape[0]
-    Linv = np.zeros((M, M))
-    for i in range(M):  # row i of L^-1: (e_i - L[i, :i] L^-1[:i]) / L_ii
-        Linv[i, i] = 1.0
-        for k in range(i):
-            lik = L[i, k]
-            if lik != 0.0:
-                for j in range(k + 1):
-                    Linv[i, j] -= lik * Linv[k, j]
-        inverse = 1.0 / L[i, i]
-        for j in range(i + 1):
-            Linv[i, j] *= inverse
-    return Linv
+def solve(U, b):
+    """``b[:M] = H^-1 b[:M]`` for the factor ``U`` (``M x M``) of ``H``: two triangular
+    solves (LAPACK ``dpotrs``)."""
+    M = U.shape[0]
+    ld = _int(max(M, 1))
+    info = _int(0)
+    _dpotrs(
+        _char(_LOWER).ctypes, _int(M).ctypes, _int(1).ctypes, U.ctypes, ld.ctypes, b.ctypes,
+        ld.ctypes, info.ctypes,
+    )  # fmt: skip
 
 
 @_jit
-def lower_inverse_blocked(L):
-    """``L^-1`` of a lower-triangular ``L`` by blocks of rows: ``X_II = L_II^-1`` and
-    ``X_I,:I = -X_II (L_I,:I X_:I,:I)``, the off-diagonal blocks by matrix products."""
-    M = L.shape[0]
-    X = np.zeros((M, M))
-    for i0 in range(0, M, _BLOCK):
-        i1 = min(i0 + _BLOCK, M)
-        X[i0:i1, i0:i1] = lower_inverse(np.ascontiguousarray(L[i0:i1, i0:i1]))
-        if i0:
-            T = np.dot(np.ascontiguousarray(L[i0:i1, :i0]), np.ascontiguousarray(X[:i0, :i0]))
-            copy_block(X[i0:i1, :i0], -np.dot(np.ascontiguousarray(X[i0:i1, i0:i1]), T), False)
-    return X
-
-
-@_jit
-def lower_gram_blocked(X, out):
-    """``out[:M, :M] = X^T X`` for a lower-triangular ``X``: block row ``K`` of ``X`` is
-    zero right of its diagonal block, so it adds ``X_K,:k1^T X_K,:k1`` to the leading
-    ``k1 x k1`` block only (a third of the full product's flops)."""
-    M = X.shape[0]
-    for a in range(M):  # a loop, not ``out[:M, :M] = 0.0``: see add_block
-        for b in range(M):
-            out[a, b] = 0.0
-    for k0 in range(0, M, _BLOCK):
-        k1 = min(k0 + _BLOCK, M)
-        rows = np.ascontiguousarray(X[k0:k1, :k1])
-        add_block(out, np.dot(np.ascontiguousarray(rows.T), rows), 1.0)
-
-
-@_jit
-def forward_rows(U, M, b, out):
-    """``out[:M] = L^-1 b[:M]`` for ``L = U[:M, :M]^T`` (``U`` upper triangular) and the
-    ``M x n`` right-hand sides ``b``, by forward substitution: block row ``K`` of the
-    solution is ``L_KK^-1 (b_K - L_K,:K out_:K)``, the product by BLAS and the diagonal
-    block a row of ``U`` at a time, along contiguous rows of ``b`` and ``out``."""
+def forward_rows(U, M, b):
+    """``b = L^-1 b`` for ``L = U[:M, :M]^T`` and the ``M x n`` right-hand sides ``b`` (C
+    order): in the column-major order of BLAS, ``b^T`` solved against ``L^T`` from the
+    right (``dtrsm``)."""
     n = b.shape[1]
-    for k0 in range(0, M, _BLOCK):
-        k1 = min(k0 + _BLOCK, M)
-        acc = b[k0:k1].copy()
-        if k0:
-            # L_K,:K = U[:k0, K]^T
-            acc -= np.dot(np.ascontiguousarray(U[:k0, k0:k1].T), out[:k0])
-        for k in range(k0, k1):
-            d = U[k, k]
-            for m in range(n):
-                out[k, m] = acc[k - k0, m] / d
-            for a in range(k + 1, k1):
-                u = U[k, a]
-                if u != 0.0:
-                    for m in range(n):
-                        acc[a - k0, m] -= u * out[k, m]
+    _dtrsm(
+        _char(_RIGHT).ctypes, _char(_LOWER).ctypes, _char(_TRANSPOSE).ctypes,
+        _char(_NOT).ctypes, _int(n).ctypes, _int(M).ctypes, _real(1.0).ctypes, U.ctypes,
+        _int(U.shape[1]).ctypes, b.ctypes, _int(max(n, 1)).ctypes,
+    )  # fmt: skip
 
 
 @_jit
-def forward(U, M, b, out):
-    """``out[:M] = L^-1 b[:M]`` for ``L = U^T`` (``U`` upper triangular), a column of
-    ``L`` (a row of ``U``) at a time; each ``out[a]`` takes the same operations in the
-    same order as the inner-product form ``(b_a - sum_{k<a} L_ak out_k) / L_aa``."""
-    acc = b[:M].copy()
-    for k in range(M):
-        out[k] = acc[k] / U[k, k]
-        for a in range(k + 1, M):
-            acc[a] -= U[k, a] * out[k]
+def forward(U, M, b):
+    """``b[:M] = L^-1 b[:M]`` for ``L = U[:M, :M]^T`` (BLAS ``dtrsv``)."""
+    _dtrsv(
+        _char(_LOWER).ctypes, _char(_NOT).ctypes, _char(_NOT).ctypes, _int(M).ctypes,
+        U.ctypes, _int(U.shape[1]).ctypes, b.ctypes, _int(1).ctypes,
+    )  # fmt: skip
 
 
 @_jit

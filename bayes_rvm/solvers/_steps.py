@@ -29,16 +29,13 @@ import numpy as np
 
 from bayes_rvm import evidence
 from bayes_rvm.solvers._factor import (
-    BLOCKED,
     add_block,
     cholesky,
-    cholesky_lapack,
     copy_block,
     forward,
     forward_rows,
-    lower_gram_blocked,
-    lower_inverse,
-    lower_inverse_blocked,
+    inverse,
+    solve,
     update_factor,
 )
 from bayes_rvm.solvers._slots import (
@@ -115,49 +112,31 @@ def refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate):
     eq. 12-13); returns ``log|H|`` (``nan`` when ``H`` is not positive definite)."""
     M = istate[I_M]
     beta = fstate[F_BETA]
-    H = np.empty((M, M))
+    U = np.empty((M, M))  # H, then its factor U = L^T, then Sigma
     for a in range(M):
         for b in range(a + 1):
             v = 0.5 * beta * (C[b, idx[a]] + C[a, idx[b]])
-            H[a, b] = v
-            H[b, a] = v
-        H[a, a] += alpha[a]
-    if M >= BLOCKED:
-        L = cholesky_lapack(H)
-        if L.shape[0] != M:
-            return math.nan
-    else:
-        L = np.zeros((M, M))
-        if not cholesky(H, L):
-            return math.nan
+            U[a, b] = v
+            U[b, a] = v
+        U[a, a] += alpha[a]
+    if not cholesky(U):
+        return math.nan
     logdet = 0.0
     largest, smallest = 0.0, math.inf
     for a in range(M):
-        logdet += 2.0 * math.log(L[a, a])
-        largest = max(largest, L[a, a])
-        smallest = min(smallest, L[a, a])
-    copy_block(L_keep, L, True)  # held as U = L^T: the updates below read rows of U
+        logdet += 2.0 * math.log(U[a, a])
+        largest = max(largest, U[a, a])
+        smallest = min(smallest, U[a, a])
+    copy_block(L_keep, U)  # held as U = L^T: the updates below read rows of U
     # eps cond(H), cond(H) estimated by (max diag L / min diag L)^2 (a lower bound)
     fstate[F_RESOLUTION] = 2.2e-16 * (largest / smallest) ** 2 if M else 0.0
-    # Sigma = L^-T L^-1 by an inverse of L (triangular solves against the identity)
-    if M >= BLOCKED:
-        Linv = lower_inverse_blocked(L)
-        lower_gram_blocked(Linv, Sigma)
-    else:
-        Linv = lower_inverse(L)
-        copy_block(Sigma, np.dot(np.ascontiguousarray(Linv.T), Linv), False)
     # Tipping (2001) eq. 13: mu = beta Sigma Phi_a^T t, by the two triangular solves
-    z = np.empty(M)
-    for i in range(M):
-        acc = beta * phi_t[idx[i]]
-        for k in range(i):
-            acc -= L[i, k] * z[k]
-        z[i] = acc / L[i, i]
-    for i in range(M - 1, -1, -1):
-        acc = z[i]
-        for k in range(i + 1, M):
-            acc -= L[k, i] * mu[k]
-        mu[i] = acc / L[i, i]
+    for a in range(M):
+        mu[a] = beta * phi_t[idx[a]]
+    solve(U, mu)
+    # eq. 12: Sigma = L^-T L^-1 from the triangular inverse of the factor
+    inverse(U)
+    copy_block(Sigma, U)
     istate[I_SINCE] = 0
     istate[I_LSYNC] = 1
     istate[I_FACTOR_PENDING] = 0  # the updates recorded before are in the new factor
@@ -182,8 +161,8 @@ def refresh(
     # X = L^-1 beta Phi_a^T Phi~ (M x n_basis): S from its sums of squares, which lose
     # fewer digits than beta^2 c^T Sigma c (an S near rounding of that form can come out
     # negative and hide a column that gains)
-    X = np.empty((M, n_basis))
-    forward_rows(L_keep, M, beta * Ca, X)
+    X = beta * Ca
+    forward_rows(L_keep, M, X)
     cm = np.dot(mu[:M].copy(), Ca)
     xx = np.zeros(n_basis)
     for a in range(M):
@@ -575,11 +554,10 @@ def _exact_inactive(j, C, U, mu, M, beta, phi_t, unit):
     (phi_j^T t - c^T mu)``, ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25), from
     the current factor ``L = U^T``: the sum of squares loses fewer digits than ``c^T
     Sigma c``."""
-    c = np.empty(M)
-    for a in range(M):
-        c[a] = beta * C[a, j]
     l = np.empty(M)
-    forward(U, M, c, l)
+    for a in range(M):
+        l[a] = beta * C[a, j]
+    forward(U, M, l)
     quad = 0.0
     cm = 0.0
     for a in range(M):
@@ -631,8 +609,8 @@ def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, U, unit, idx, alpha, position, S, Q
     for a in range(M):
         c[a] = C[a, j]
     if istate[I_LSYNC]:
-        l = np.empty(M)
-        forward(U, M, beta * c, l)
+        l = beta * c
+        forward(U, M, l)
         quad = 0.0
         for a in range(M):
             U[a, M] = l[a]
