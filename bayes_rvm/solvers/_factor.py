@@ -29,6 +29,7 @@ __all__ = [
     "add_block",
     "cholesky",
     "copy_block",
+    "copy_row",
     "forward",
     "forward_rows",
     "inverse",
@@ -104,6 +105,14 @@ def copy_block(out, values):
     for a in range(m):
         for b in range(n):
             out[a, b] = values[a, b]
+
+
+@_jit
+def copy_row(out, values):
+    """``out[:n] = values`` for ``values`` of size ``n`` (a loop: a slice assignment from
+    an array compiles numba's shape-mismatch message, string formatting included)."""
+    for a in range(values.size):
+        out[a] = values[a]
 
 
 @_jit

@@ -32,6 +32,7 @@ from bayes_rvm.solvers._factor import (
     add_block,
     cholesky,
     copy_block,
+    copy_row,
     forward,
     forward_rows,
     inverse,
@@ -448,7 +449,7 @@ def _ascend(
             # it comes (extended first and updated after, it is the same up to rounding)
             _sync_factor(L_keep, istate, updates, deltas)
             _fetch(j, B, gram, fetched, C[M])
-            Phi[M] = B[j]
+            copy_row(Phi[M], B[j])
             _add(j, best_alpha, S[j], Q[j], C, Sigma, mu, L_keep, unit, idx, alpha, position, S, Q,
                  istate, fstate)  # fmt: skip
         elif math.isfinite(best_alpha) and defer > 0 and defer_min <= M:
@@ -492,12 +493,12 @@ def _fetch(j, B, gram, fetched, out):
     ``gram`` holds that product once ``fetched[j]``: computed on the first fetch, copied on
     a re-add or in a later ascent on the same ``B``, the same numbers either way."""
     if fetched.size == 0:
-        out[:] = np.dot(B, B[j])
+        np.dot(B, B[j], out)
         return
     if not fetched[j]:
-        gram[j] = np.dot(B, B[j])
+        np.dot(B, B[j], gram[j])
         fetched[j] = True
-    out[:] = gram[j]
+    copy_row(out, gram[j])
 
 
 @_jit
@@ -520,7 +521,7 @@ def _reestimate_pending(p, alpha_new, Sigma, mu, alpha, pending, terms, diag, co
     for a in range(M):
         diag[a] -= k * v[a] * v[a]
         mu[a] -= k * mu_p * v[a]
-    pending[P, :M] = v
+    copy_row(pending[P], v)
     terms[0, P] = k
     terms[1, P] = k * mu_p
     count[0] = P + 1
@@ -655,8 +656,8 @@ def _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate):
     if p != last:
         idx[p] = idx[last]
         alpha[p] = alpha[last]
-        C[p] = C[last]
-        Phi[p] = Phi[last]
+        copy_row(C[p], C[last])
+        copy_row(Phi[p], Phi[last])
         mu[p] = mu[last]
         for a in range(last):
             Sigma[a, p] = Sigma[a, last]
