@@ -263,9 +263,8 @@ def ascend(
     (nothing pending) when it returns.
     """
     cap = alpha.size
-    defer = int(settings[14])
-    pending = np.zeros((max(defer, 1), cap))  # the Sigma columns of the pending steps
-    terms = np.zeros((2, max(defer, 1)))  # their kappa and kappa mu_p
+    pending = np.zeros((max(int(settings[14]), 1), cap))  # the Sigma columns of the pending steps
+    terms = np.zeros((2, pending.shape[0]))  # their kappa and kappa mu_p
     diag = np.zeros(cap)  # diag(Sigma) with the pending terms applied
     count = np.zeros(1, dtype=np.int64)
     # the factor updates recorded since the last factor: at most max(refactor_min, M),
@@ -273,57 +272,19 @@ def ascend(
     # than write past it: the loop does not check bounds)
     updates = np.zeros(max(cap, int(settings[2])), dtype=np.int64)
     deltas = np.zeros(updates.size)
-    code = _ascend(
-        B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
-        istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
-        pending, terms, diag, count, gram, fetched, updates, deltas,
-    )  # fmt: skip
-    _flush(pending, terms, count, C, Sigma, S, Q, istate[I_M], fstate[F_BETA])
-    _sync_factor(L_keep, istate, updates, deltas)
-    return code
-
-
-@_jit
-def _flush(pending, terms, count, C, Sigma, S, Q, M, beta):
-    """Apply the pending rank-one terms of ``count[0]`` re-estimates (Tipping & Faul 2003,
-    appendix): ``Sigma -= sum_i kappa_i v_i v_i^T`` and, with ``e_i = beta C^T v_i``,
-    ``S += kappa_i e_i^2``, ``Q += kappa_i mu_p e_i``, as matrix products (one pass over
-    ``C`` for all of them, instead of one per step)."""
-    P = count[0]
-    if P == 0:
-        return
-    V = np.ascontiguousarray(pending[:P, :M])
-    E = np.dot(V, C[:M])
-    for i in range(P):
-        _add_sq_terms(E[i], beta, S, Q, terms[0, i], terms[1, i])
-    W = np.empty((P, M))
-    for i in range(P):
-        for a in range(M):
-            W[i, a] = terms[0, i] * V[i, a]
-    add_block(Sigma, np.dot(np.ascontiguousarray(V.T), W), -1.0)
-    count[0] = 0
-
-
-@_jit
-def _ascend(
-    B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
-    istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
-    pending, terms, diag, count, gram, fetched, updates, deltas,
-):  # fmt: skip
-    """The loop of :func:`ascend`; may return with re-estimates and factor updates
-    pending."""
     tol, floor, refactor_min, span, resolution = settings[:5]
     relative_inner, sub_steps, restart_below, noise_growth, noise_rtol, polish = settings[5:11]
     cancellation, newton_after, newton_min, defer, defer_min = settings[11:16]
     n_basis = S.size
-    cap = alpha.size
     while True:
         if istate[I_PATH] + 1 >= path.size:
-            return FULL
+            code = FULL
+            break
         M = istate[I_M]
         if istate[I_RUN] >= newton_after and newton_min <= M:
             istate[I_RUN] = 0
-            return NEWTON
+            code = NEWTON
+            break
         beta = fstate[F_BETA]
         stale_factor = istate[I_SINCE] >= max(refactor_min, M)
         if stale_factor:
@@ -331,7 +292,8 @@ def _ascend(
         if stale_factor and math.isnan(
             refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
         ):
-            return NOT_PD
+            code = NOT_PD
+            break
         # the best step: active columns from Sigma, mu; inactive ones from S, Q
         inner = fstate[F_INNER]
         if inner > tol and istate[I_STEPS] - istate[I_SUB_STEPS] >= sub_steps:
@@ -368,20 +330,24 @@ def _ascend(
             if istate[I_FRESH] == 0:  # confirm on exact S, Q
                 if not refresh(idx, alpha, C, Phi, t, n_rows, phi_t, unit, Sigma, mu, L_keep, S, Q,
                                istate, fstate, has_hyper, c, d):  # fmt: skip
-                    return NOT_PD
+                    code = NOT_PD
+                    break
                 continue
             if not learn_noise or istate[I_STALE] == 0:
                 if fstate[F_INNER] <= tol:
-                    return CONVERGED
+                    code = CONVERGED
+                    break
                 fstate[F_INNER] = tol
                 continue
             if istate[I_STEPS] >= max_iter:
-                return MAX_ITER
+                code = MAX_ITER
+                break
             istate[I_STEPS] += 1
             beta_new = noise_update(alpha, Phi, t, n_rows, Sigma, mu, M, c, d, floor)
             if istate[I_PROBE] and beta_new * restart_below > beta and beta < 1.0 / floor:
                 fstate[F_BETA] = beta_new
-                return ABOVE
+                code = ABOVE
+                break
             istate[I_PROBE] = 0
             # continuation: the variance grows at most by noise_growth per update, so that
             # the alpha steps add the columns a lower noise needs before the noise moves on
@@ -390,13 +356,15 @@ def _ascend(
             fstate[F_BETA] = beta_new
             if not refresh(idx, alpha, C, Phi, t, n_rows, phi_t, unit, Sigma, mu, L_keep, S, Q,
                            istate, fstate, has_hyper, c, d):  # fmt: skip
-                return NOT_PD
+                code = NOT_PD
+                break
             gain = fstate[F_LOG_EV] - before
             if gain < 0.0:  # eq. 46 is a fixed-point step, not an ascent step: keep beta
                 fstate[F_BETA] = beta
                 if not refresh(idx, alpha, C, Phi, t, n_rows, phi_t, unit, Sigma, mu, L_keep, S, Q,
                                istate, fstate, has_hyper, c, d):  # fmt: skip
-                    return NOT_PD
+                    code = NOT_PD
+                    break
                 gain = 0.0
             _record(path, istate, fstate)
             unresolved[:] = False
@@ -417,7 +385,8 @@ def _ascend(
                 if not istate[I_LSYNC] and math.isnan(
                     refactor(idx, alpha, C, phi_t, Sigma, mu, L_keep, istate, fstate)
                 ):
-                    return NOT_PD
+                    code = NOT_PD
+                    break
                 s_j, q_j = _exact_inactive(j, C, L_keep, mu, M, beta, phi_t, unit)
             if s_j <= span * beta * unit[j]:
                 unresolved[j] = True
@@ -429,7 +398,8 @@ def _ascend(
                 continue
             best, best_alpha = g, a_new
         if istate[I_STEPS] >= max_iter:
-            return MAX_ITER
+            code = MAX_ITER
+            break
         if best <= resolution * fstate[F_RESOLUTION] * (1.0 + best):
             unresolved[j] = True  # rounding at this conditioning: not a step, for now
             continue
@@ -441,7 +411,8 @@ def _ascend(
         if p < 0 and cap == M:
             istate[I_STEPS] -= 1
             fstate[F_LOG_EV] -= best
-            return FULL
+            code = FULL
+            break
         _record(path, istate, fstate)
         istate[I_RUN] = istate[I_RUN] + 1 if p >= 0 and math.isfinite(best_alpha) else 0
         if p < 0:
@@ -485,6 +456,31 @@ def _ascend(
                 else:  # the recorded updates go in while the factor has their M rows
                     _sync_factor(L_keep, istate, updates, deltas)
                 _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate)
+    # the loop can end with re-estimates and factor updates pending
+    _flush(pending, terms, count, C, Sigma, S, Q, istate[I_M], fstate[F_BETA])
+    _sync_factor(L_keep, istate, updates, deltas)
+    return code
+
+
+@_jit
+def _flush(pending, terms, count, C, Sigma, S, Q, M, beta):
+    """Apply the pending rank-one terms of ``count[0]`` re-estimates (Tipping & Faul 2003,
+    appendix): ``Sigma -= sum_i kappa_i v_i v_i^T`` and, with ``e_i = beta C^T v_i``,
+    ``S += kappa_i e_i^2``, ``Q += kappa_i mu_p e_i``, as matrix products (one pass over
+    ``C`` for all of them, instead of one per step)."""
+    P = count[0]
+    if P == 0:
+        return
+    V = np.ascontiguousarray(pending[:P, :M])
+    E = np.dot(V, C[:M])
+    for i in range(P):
+        _add_sq_terms(E[i], beta, S, Q, terms[0, i], terms[1, i])
+    W = np.empty((P, M))
+    for i in range(P):
+        for a in range(M):
+            W[i, a] = terms[0, i] * V[i, a]
+    add_block(Sigma, np.dot(np.ascontiguousarray(V.T), W), -1.0)
+    count[0] = 0
 
 
 @_jit
