@@ -38,9 +38,12 @@ __all__ = [
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
-# the arguments of a LAPACK call, compiled into the caller (not one function for each
-# literal value numba types them with)
-_argument = numba.njit(inline="always")
+# A function called from one place is compiled into its caller (numba's IR inlining):
+# numba optimises and emits machine code for a compiled function together with all it
+# calls, for each compiled caller and for the function on its own. The arguments of the
+# LAPACK calls too: compiled on their own, they would be compiled once for each literal
+# value numba types them with.
+_inline = numba.njit(inline="always")
 
 
 def _bind(library: str, name: str, n_args: int) -> types.ExternalFunction:
@@ -61,7 +64,7 @@ _dtrsv = _bind("blas", "dtrsv", 8)  # uplo, trans, diag, n, a, lda, x, incx
 _LOWER, _NOT, _TRANSPOSE, _RIGHT = (ord(flag) for flag in "LNTR")
 
 
-@_argument
+@_inline
 def _char(code):
     """A Fortran ``CHARACTER`` argument."""
     out = np.empty(1, dtype=np.uint8)
@@ -69,7 +72,7 @@ def _char(code):
     return out
 
 
-@_argument
+@_inline
 def _int(value):
     """A Fortran ``INTEGER`` argument (SciPy's interface: 32 bits)."""
     out = np.empty(1, dtype=np.int32)
@@ -77,7 +80,7 @@ def _int(value):
     return out
 
 
-@_argument
+@_inline
 def _real(value):
     """A Fortran ``DOUBLE PRECISION`` argument."""
     out = np.empty(1)
@@ -88,7 +91,7 @@ def _real(value):
 # numba compiles an array expression over a block of a larger array (``Sigma[:M, :M] -=
 # T``) into a generic strided loop: 3.3 ns per element against 0.6 ns for the two loops
 # below (550 x 550 of a 640 x 640 array), the same operations on every element.
-@_jit
+@_inline
 def add_block(out, values, sign):
     """``out[:m, :n] += sign values`` for ``values`` of shape ``(m, n)`` and ``sign`` of
     +1 or -1 (``x + (-v)`` is ``x - v`` to the bit)."""
@@ -115,7 +118,7 @@ def copy_row(out, values):
         out[a] = values[a]
 
 
-@_jit
+@_inline
 def cholesky(H):
     """``H`` (C order, symmetric) becomes ``U`` in place, upper triangular with ``U^T U =
     H`` (LAPACK ``dpotrf``); False when ``H`` is not positive definite (``info > 0``: a
@@ -129,7 +132,7 @@ def cholesky(H):
     return info[0] == 0
 
 
-@_jit
+@_inline
 def inverse(U):
     """``U`` (a factor of :func:`cholesky`) becomes ``H^-1 = U^-1 U^-T`` in place: the
     triangular inverse of the factor and its product with its transpose (LAPACK
@@ -142,7 +145,7 @@ def inverse(U):
             U[a, b] = U[b, a]
 
 
-@_jit
+@_inline
 def solve(U, b):
     """``b[:M] = H^-1 b[:M]`` for the factor ``U`` (``M x M``) of ``H``: two triangular
     solves (LAPACK ``dpotrs``)."""
@@ -155,7 +158,7 @@ def solve(U, b):
     )  # fmt: skip
 
 
-@_jit
+@_inline
 def forward_rows(U, M, b):
     """``b = L^-1 b`` for ``L = U[:M, :M]^T`` and the ``M x n`` right-hand sides ``b`` (C
     order): in the column-major order of BLAS, ``b^T`` solved against ``L^T`` from the
@@ -177,7 +180,7 @@ def forward(U, M, b):
     )  # fmt: skip
 
 
-@_jit
+@_inline
 def update_factor(U, M, p, delta):
     """``L = U^T`` becomes the factor of ``L L^T + delta e_p e_p^T`` (the precision ``H``
     after ``alpha_p`` changes by ``delta``): a rank-one update (``delta > 0``) or

@@ -77,6 +77,7 @@ __all__ = [
 ]
 
 _jit = numba.njit(cache=True, nogil=True)
+_inline = numba.njit(inline="always")  # called from one place: see _factor._inline
 
 # "No column" as an int64 rather than the literal -1, a type of its own to numba: a function
 # that takes a column index would be compiled twice, for Literal[int](-1) and for int64
@@ -185,7 +186,7 @@ def rss(Phi, t, mu, M):
     return float(np.dot(residual, residual))
 
 
-@_jit
+@_inline
 def log_evidence(alpha, Phi, t, n_rows, mu, M, beta, logdet, has_hyper, c, d):
     """Tipping (2001) eq. 36 with eq. 38 and 41, plus ``c log beta - d beta`` when the noise
     is learned (the Gamma hyperprior on the log scale, eq. 35). ``n_rows`` is ``N``: the
@@ -201,7 +202,7 @@ def log_evidence(alpha, Phi, t, n_rows, mu, M, beta, logdet, has_hyper, c, d):
     return value
 
 
-@_jit
+@_inline
 def noise_update(alpha, Phi, t, n_rows, Sigma, mu, M, c, d, floor):
     """Tipping (2001) eq. 46: ``beta = (N - sum gamma + 2c) / (rss + 2d)`` with ``N =
     n_rows``, ``gamma_i = 1 - alpha_i Sigma_ii`` (eq. 17) and the noise variance at least
@@ -483,7 +484,7 @@ def _flush(pending, terms, count, C, Sigma, S, Q, M, beta):
     count[0] = 0
 
 
-@_jit
+@_inline
 def _fetch(j, B, gram, fetched, out):
     """``out = Phi~^T phi~_j = B B_j``. With a cache (``fetched.size``), row ``j`` of
     ``gram`` holds that product once ``fetched[j]``: computed on the first fetch, copied on
@@ -497,7 +498,7 @@ def _fetch(j, B, gram, fetched, out):
     copy_row(out, gram[j])
 
 
-@_jit
+@_inline
 def _reestimate_pending(p, alpha_new, Sigma, mu, alpha, pending, terms, diag, count, M):
     """Re-estimate ``alpha_p`` with its rank-one term kept pending: the current column
     ``v = Sigma_:,p`` from ``Sigma`` and the pending terms (``O(M P)``), then ``mu`` and
@@ -530,7 +531,7 @@ def _record(path, istate, fstate):
     istate[I_PATH] += 1
 
 
-@_jit
+@_inline
 def _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit):
     """``S_j = beta phi_j^T phi_j - beta^2 c^T Sigma c``, ``Q_j = beta (phi_j^T t - c^T mu)``
     with ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25), ``O(M^2)``."""
@@ -545,7 +546,7 @@ def _sigma_inactive(j, C, Sigma, mu, M, beta, phi_t, unit):
     return beta * unit[j] - beta * beta * quad, beta * (phi_t[j] - cm)
 
 
-@_jit
+@_inline
 def _exact_inactive(j, C, U, mu, M, beta, phi_t, unit):
     """``S_j = beta phi_j^T phi_j - ||l||^2`` with ``l = L^-1 beta c`` and ``Q_j = beta
     (phi_j^T t - c^T mu)``, ``c = Phi_a^T phi_j`` (Tipping & Faul 2003, eq. 24-25), from
@@ -594,7 +595,7 @@ def _sync_factor(U, istate, updates, deltas):
     istate[I_FACTOR_PENDING] = 0
 
 
-@_jit
+@_inline
 def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, U, unit, idx, alpha, position, S, Q, istate, fstate):
     """Make column ``j`` (exact ``S_j, Q_j``) active with precision ``alpha_j``; ``C[M]``
     and ``Phi[M]`` hold its products and values (Tipping & Faul 2003, appendix). A factor
@@ -643,7 +644,7 @@ def _add(j, alpha_j, S_j, Q_j, C, Sigma, mu, U, unit, idx, alpha, position, S, Q
     istate[I_SINCE] += 1
 
 
-@_jit
+@_inline
 def _remove(p, idx, alpha, C, Phi, Sigma, mu, position, istate):
     """Drop position ``p``, whose row and column of ``Sigma`` the delete downdate has
     zeroed (Tipping & Faul 2003, appendix), moving the last position into the hole."""
