@@ -29,13 +29,15 @@ import numpy as np
 
 from bayes_rvm import evidence
 from bayes_rvm.solvers._factor import (
-    add_block,
     cholesky,
+    combine_rows,
     copy_block,
     copy_row,
     forward,
     forward_rows,
+    gemm,
     inverse,
+    product,
     solve,
     update_factor,
 )
@@ -165,7 +167,8 @@ def refresh(
     # negative and hide a column that gains)
     X = beta * Ca
     forward_rows(L_keep, M, X)
-    cm = np.dot(mu[:M].copy(), Ca)
+    cm = np.empty(n_basis)
+    combine_rows(C, M, mu, cm)
     xx = np.zeros(n_basis)
     for a in range(M):
         for m in range(n_basis):
@@ -182,8 +185,13 @@ def refresh(
 @_jit
 def rss(Phi, t, mu, M):
     """``||t - Phi_a mu||^2``."""
-    residual = t - np.dot(mu[:M].copy(), Phi[:M])
-    return float(np.dot(residual, residual))
+    fit = np.empty(t.size)
+    combine_rows(Phi, M, mu, fit)
+    total = 0.0
+    for i in range(t.size):
+        residual = t[i] - fit[i]
+        total += residual * residual
+    return total
 
 
 @_inline
@@ -217,9 +225,11 @@ def noise_update(alpha, Phi, t, n_rows, Sigma, mu, M, c, d, floor):
 def _sq_update(C, v, M, beta, S, Q, kappa_s, kappa_q, new_col):
     """``S_m += kappa_s e_m^2``, ``Q_m += kappa_q e_m`` with ``e_m = beta (C_m . v)`` (plus
     ``beta C_m,new`` for an add): the rank-one terms of Tipping & Faul (2003), appendix."""
-    e = np.dot(v[:M].copy(), C[:M])
+    e = np.empty(S.size)
+    combine_rows(C, M, v, e)
     if new_col >= 0:
-        e = C[new_col] - e
+        for m in range(e.size):
+            e[m] = C[new_col, m] - e[m]
     _add_sq_terms(e, beta, S, Q, kappa_s, kappa_q)
 
 
@@ -472,15 +482,18 @@ def _flush(pending, terms, count, C, Sigma, S, Q, M, beta):
     P = count[0]
     if P == 0:
         return
-    V = np.ascontiguousarray(pending[:P, :M])
-    E = np.dot(V, C[:M])
+    n_basis, cap = S.size, pending.shape[1]
+    # column-major (BLAS): pending[:P, :M] is V^T (M x P), C[:M] is C^T, E^T = C^T V^T
+    E = np.zeros((P, n_basis))
+    gemm(False, n_basis, P, M, 1.0, C, n_basis, pending, cap, 0.0, E, n_basis)
     for i in range(P):
         _add_sq_terms(E[i], beta, S, Q, terms[0, i], terms[1, i])
     W = np.empty((P, M))
     for i in range(P):
         for a in range(M):
-            W[i, a] = terms[0, i] * V[i, a]
-    add_block(Sigma, np.dot(np.ascontiguousarray(V.T), W), -1.0)
+            W[i, a] = terms[0, i] * pending[i, a]
+    # Sigma[:M, :M] -= V^T W, column-major: Sigma^T -= W^T V
+    gemm(True, M, M, P, -1.0, W, max(M, 1), pending, cap, 1.0, Sigma, Sigma.shape[1])
     count[0] = 0
 
 
@@ -490,10 +503,10 @@ def _fetch(j, B, gram, fetched, out):
     ``gram`` holds that product once ``fetched[j]``: computed on the first fetch, copied on
     a re-add or in a later ascent on the same ``B``, the same numbers either way."""
     if fetched.size == 0:
-        np.dot(B, B[j], out)
+        product(B, B[j], out)
         return
     if not fetched[j]:
-        np.dot(B, B[j], gram[j])
+        product(B, B[j], gram[j])
         fetched[j] = True
     copy_row(out, gram[j])
 
