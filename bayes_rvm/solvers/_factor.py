@@ -15,12 +15,14 @@ cache).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import llvmlite.binding as llvm  # type: ignore[import-untyped]
 import numba
 import numpy as np
 from numba import types
-from numba.extending import get_cython_function_address
+from numba.core import cgutils
+from numba.extending import get_cython_function_address, intrinsic
 
 from bayes_rvm._progress import announce_compilation
 
@@ -43,15 +45,14 @@ __all__ = [
 _jit = numba.njit(cache=True, nogil=True)
 # A function called from one place is compiled into its caller (numba's IR inlining):
 # numba optimises and emits machine code for a compiled function together with all it
-# calls, for each compiled caller and for the function on its own. The arguments of the
-# LAPACK calls too: compiled on their own, they would be compiled once for each literal
-# value numba types them with.
+# calls, for each compiled caller and for the function on its own.
 _inline = numba.njit(inline="always")
 
 
-def _bind(library: str, name: str, n_args: int) -> types.ExternalFunction:
+def _bind(library: str, name: str, n_args: int) -> Any:
     """SciPy's ``cython_<library>.<name>`` as a numba function of ``n_args`` pointers (the
-    Fortran convention: every argument by reference)."""
+    Fortran convention: every argument by reference), callable from compiled code only
+    (a ``types.ExternalFunction``)."""
     symbol = f"bayes_rvm_{name}"
     llvm.add_symbol(symbol, get_cython_function_address(f"scipy.linalg.cython_{library}", name))
     return types.ExternalFunction(symbol, types.void(*[types.voidptr] * n_args))
@@ -70,28 +71,25 @@ _dgemm = _bind("blas", "dgemm", 13)
 _LOWER, _NOT, _TRANSPOSE, _RIGHT = (ord(flag) for flag in "LNTR")
 
 
-@_inline
-def _char(code):
-    """A Fortran ``CHARACTER`` argument."""
-    out = np.empty(1, dtype=np.uint8)
-    out[0] = code
-    return out
+def _by_reference(kind: types.Type):
+    """A numba intrinsic that passes a scalar as a Fortran argument of type ``kind``: a
+    pointer to a stack slot of the calling function holding the converted value."""
+
+    @intrinsic
+    def reference(typingctx, value):
+        def codegen(context, builder, signature, args):
+            converted = context.cast(builder, args[0], signature.args[0], kind)
+            slot = cgutils.alloca_once_value(builder, converted)
+            return builder.bitcast(slot, cgutils.voidptr_t)
+
+        return types.voidptr(value), codegen
+
+    return reference
 
 
-@_inline
-def _int(value):
-    """A Fortran ``INTEGER`` argument (SciPy's interface: 32 bits)."""
-    out = np.empty(1, dtype=np.int32)
-    out[0] = value
-    return out
-
-
-@_inline
-def _real(value):
-    """A Fortran ``DOUBLE PRECISION`` argument."""
-    out = np.empty(1)
-    out[0] = value
-    return out
+_char = _by_reference(types.uint8)  # CHARACTER
+_int = _by_reference(types.int32)  # INTEGER (SciPy's interface: 32 bits)
+_real = _by_reference(types.float64)  # DOUBLE PRECISION
 
 
 @_jit
@@ -118,9 +116,9 @@ def combine_rows(A, M, x, out):
     n = A.shape[1]
     out[:] = 0.0  # BLAS leaves out as it was when M is 0
     _dgemv(
-        _char(_NOT).ctypes, _int(n).ctypes, _int(M).ctypes, _real(1.0).ctypes, A.ctypes,
-        _int(max(n, 1)).ctypes, x.ctypes, _int(1).ctypes, _real(0.0).ctypes, out.ctypes,
-        _int(1).ctypes,
+        _char(_NOT), _int(n), _int(M), _real(1.0), A.ctypes,
+        _int(max(n, 1)), x.ctypes, _int(1), _real(0.0), out.ctypes,
+        _int(1),
     )  # fmt: skip
 
 
@@ -130,9 +128,9 @@ def product(A, x, out):
     rows, n = A.shape
     out[:] = 0.0
     _dgemv(
-        _char(_TRANSPOSE).ctypes, _int(n).ctypes, _int(rows).ctypes, _real(1.0).ctypes,
-        A.ctypes, _int(max(n, 1)).ctypes, x.ctypes, _int(1).ctypes, _real(0.0).ctypes,
-        out.ctypes, _int(1).ctypes,
+        _char(_TRANSPOSE), _int(n), _int(rows), _real(1.0),
+        A.ctypes, _int(max(n, 1)), x.ctypes, _int(1), _real(0.0),
+        out.ctypes, _int(1),
     )  # fmt: skip
 
 
@@ -143,9 +141,9 @@ def gemm(transpose_b, m, n, k, alpha, A, lda, B, ldb, beta, out, ldc):
     ``transpose_b``, ``B^T`` (``B`` ``n x k``); a C-ordered array is the transpose of the
     matrix BLAS sees."""
     _dgemm(
-        _char(_NOT).ctypes, _char(_TRANSPOSE if transpose_b else _NOT).ctypes, _int(m).ctypes,
-        _int(n).ctypes, _int(k).ctypes, _real(alpha).ctypes, A.ctypes, _int(lda).ctypes,
-        B.ctypes, _int(ldb).ctypes, _real(beta).ctypes, out.ctypes, _int(ldc).ctypes,
+        _char(_NOT), _char(_TRANSPOSE if transpose_b else _NOT), _int(m),
+        _int(n), _int(k), _real(alpha), A.ctypes, _int(lda),
+        B.ctypes, _int(ldb), _real(beta), out.ctypes, _int(ldc),
     )  # fmt: skip
 
 
@@ -155,8 +153,8 @@ def cholesky(H):
     H`` (LAPACK ``dpotrf``); False when ``H`` is not positive definite (``info > 0``: a
     pivot not positive, or not a number)."""
     M = H.shape[0]
-    info = _int(0)
-    _dpotrf(_char(_LOWER).ctypes, _int(M).ctypes, H.ctypes, _int(max(M, 1)).ctypes, info.ctypes)
+    info = np.zeros(1, dtype=np.int32)
+    _dpotrf(_char(_LOWER), _int(M), H.ctypes, _int(max(M, 1)), info.ctypes)
     for a in range(M):  # dpotrf leaves the other triangle as it was
         for b in range(a):
             H[a, b] = 0.0
@@ -169,8 +167,8 @@ def inverse(U):
     triangular inverse of the factor and its product with its transpose (LAPACK
     ``dpotri``), one triangle mirrored into the other."""
     M = U.shape[0]
-    info = _int(0)  # 0: the diagonal of a factor from cholesky is positive
-    _dpotri(_char(_LOWER).ctypes, _int(M).ctypes, U.ctypes, _int(max(M, 1)).ctypes, info.ctypes)
+    # info (not read) is 0: the diagonal of a factor from cholesky is positive
+    _dpotri(_char(_LOWER), _int(M), U.ctypes, _int(max(M, 1)), _int(0))
     for a in range(M):
         for b in range(a):
             U[a, b] = U[b, a]
@@ -181,12 +179,9 @@ def solve(U, b):
     """``b[:M] = H^-1 b[:M]`` for the factor ``U`` (``M x M``) of ``H``: two triangular
     solves (LAPACK ``dpotrs``)."""
     M = U.shape[0]
-    ld = _int(max(M, 1))
-    info = _int(0)
-    _dpotrs(
-        _char(_LOWER).ctypes, _int(M).ctypes, _int(1).ctypes, U.ctypes, ld.ctypes, b.ctypes,
-        ld.ctypes, info.ctypes,
-    )  # fmt: skip
+    ld = max(M, 1)
+    # info (not read) is 0: the arguments are valid
+    _dpotrs(_char(_LOWER), _int(M), _int(1), U.ctypes, _int(ld), b.ctypes, _int(ld), _int(0))
 
 
 @_inline
@@ -196,9 +191,9 @@ def forward_rows(U, M, b):
     right (``dtrsm``)."""
     n = b.shape[1]
     _dtrsm(
-        _char(_RIGHT).ctypes, _char(_LOWER).ctypes, _char(_TRANSPOSE).ctypes,
-        _char(_NOT).ctypes, _int(n).ctypes, _int(M).ctypes, _real(1.0).ctypes, U.ctypes,
-        _int(U.shape[1]).ctypes, b.ctypes, _int(max(n, 1)).ctypes,
+        _char(_RIGHT), _char(_LOWER), _char(_TRANSPOSE),
+        _char(_NOT), _int(n), _int(M), _real(1.0), U.ctypes,
+        _int(U.shape[1]), b.ctypes, _int(max(n, 1)),
     )  # fmt: skip
 
 
@@ -206,8 +201,8 @@ def forward_rows(U, M, b):
 def forward(U, M, b):
     """``b[:M] = L^-1 b[:M]`` for ``L = U[:M, :M]^T`` (BLAS ``dtrsv``)."""
     _dtrsv(
-        _char(_LOWER).ctypes, _char(_NOT).ctypes, _char(_NOT).ctypes, _int(M).ctypes,
-        U.ctypes, _int(U.shape[1]).ctypes, b.ctypes, _int(1).ctypes,
+        _char(_LOWER), _char(_NOT), _char(_NOT), _int(M),
+        U.ctypes, _int(U.shape[1]), b.ctypes, _int(1),
     )  # fmt: skip
 
 
