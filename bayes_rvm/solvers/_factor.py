@@ -150,15 +150,18 @@ def gemm(transpose_b, m, n, k, alpha, A, lda, B, ldb, beta, out, ldc):
 @_inline
 def cholesky(H):
     """``H`` (C order, symmetric) becomes ``U`` in place, upper triangular with ``U^T U =
-    H`` (LAPACK ``dpotrf``); False when ``H`` is not positive definite (``info > 0``: a
-    pivot not positive, or not a number)."""
+    H`` (LAPACK ``dpotrf``); False when ``H`` is not positive definite (``info > 0``, a
+    pivot not positive) or not finite (a pivot not finite: OpenBLAS's ``dpotrf`` takes
+    the square root of a NaN pivot and reports success)."""
     M = H.shape[0]
     info = np.zeros(1, dtype=np.int32)
     _dpotrf(_char(_LOWER), _int(M), H.ctypes, _int(max(M, 1)), info.ctypes)
+    finite = True
     for a in range(M):  # dpotrf leaves the other triangle as it was
         for b in range(a):
             H[a, b] = 0.0
-    return info[0] == 0
+        finite = finite and math.isfinite(H[a, a])
+    return info[0] == 0 and finite
 
 
 @_inline
