@@ -26,7 +26,7 @@ I_PATH = 6  # entries of the path buffer written
 I_SUB_STEPS = 7  # steps taken before the current alpha sub-problem
 I_LSYNC = 8  # the factor L is that of the current H (kept through adds and re-estimates)
 I_RUN = 9  # re-estimates in a row
-I_FACTOR_PENDING = 10  # updates of L recorded but not yet applied (see _steps._sync_factor)
+I_FACTOR_PENDING = 10  # updates of L recorded but not yet applied (see _updates.sync_factor)
 N_ISTATE = 11  # the size of istate
 # Slots of the float state ``fstate``.
 F_BETA = 0
