@@ -7,11 +7,13 @@ import warnings
 import numpy as np
 import pytest
 from scipy import optimize
+from sklearn.datasets import make_friedman1
 
 from bayes_rvm import RVC, RVR, fit_type2, fit_type2_scales
 from bayes_rvm.basis import KernelBasis
 from bayes_rvm.evidence import log_evidence_dense
 from bayes_rvm.kernels import RBF, Laplacian, Polynomial
+from bayes_rvm.solvers import InterpolationWarning
 from bayes_rvm.solvers.scales import (
     log_evidence_scale_gradient,
     log_evidence_scale_gradient_bernoulli,
@@ -304,3 +306,16 @@ def test_learned_scales_reach_the_best_profile_evidence():
     learned = _profile_log_evidence(X, t, np.log(model.scales_))
     assert max(learned, model.log_evidence_) >= best - 1.0
     assert model.scales_[0] > 3.0 * model.scales_[1]
+
+
+@pytest.mark.slow
+def test_scale_search_does_not_move_to_an_interpolating_fit():
+    """Friedman #1 with 80 points and unit noise: narrow kernels on ten inputs can fit the
+    noise (its variance collapses) at a high evidence; the search ranks such fits below
+    every fit that does not interpolate, so it returns one with a plausible noise level."""
+    X, t = make_friedman1(80, noise=1.0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InterpolationWarning)
+        model = RVR(gamma=1.0, optimize_scales=True).fit(X, t)
+    assert 0.5 < np.sqrt(model.noise_var_) < 2.0
+    assert model.alpha_.size < 0.5 * X.shape[0]

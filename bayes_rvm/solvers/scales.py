@@ -2,16 +2,9 @@
 
 A Gaussian kernel with one input scale per dimension (eq. 56),
 ``K(x, y) = exp(-sum_k eta_k (x_k - y_k)^2)``, has its scales ``eta`` chosen by
-maximising the log evidence (eq. 36) together with ``alpha`` and ``beta``.
-
-The search maximises the *profile* evidence ``P(eta)``, eq. 36 at the solver's optimum
-in ``alpha`` and ``beta``, over ``log eta``. One evaluation of ``P`` is a fit of the chosen
-type-II solver (any entry of :data:`bayes_rvm.solvers.SOLVERS`) at those scales, every
-column a candidate. Its gradient is the App. C gradient
-(:mod:`bayes_rvm.solvers._scale_gradient`) at the fitted ``alpha`` and ``beta``: at their
-optimum, their own derivatives vanish (envelope theorem). A bounded quasi-Newton ascent
-(L-BFGS-B, in a trust box) follows it; since ``P`` is multimodal in ``eta``, the ascent is
-repeated from probes that widen one input's kernel. Details in :func:`fit_type2_scales`.
+maximising the profile evidence: eq. 36 at the type-II solver's ``alpha`` and ``beta``
+for those scales, whose gradient is the App. C gradient at them (envelope theorem;
+:mod:`bayes_rvm.solvers._scale_gradient`). :func:`fit_type2_scales` has the search.
 """
 
 from __future__ import annotations
@@ -55,12 +48,6 @@ __all__ = [
     "log_evidence_scale_gradient",
     "log_evidence_scale_gradient_bernoulli",
 ]
-
-
-def _projected_gradient(gradient, log_eta, lower, upper) -> np.ndarray:
-    """The ascent directions the bounds allow: zero where a bound blocks the gradient."""
-    blocked = ((log_eta <= lower) & (gradient < 0)) | ((log_eta >= upper) & (gradient > 0))
-    return np.where(blocked, 0.0, gradient)
 
 
 #: solver -> iteration limit of the intermediate alpha steps (``alpha_max_iter="auto"``).
@@ -173,26 +160,25 @@ def fit_type2_scales(
     around the best point so far, until a run gains less than ``scale_tol`` nats
     (**converged**). A run ends at a projected gradient ``max_k |dL / d log eta_k|`` below
     ``scale_gtol``, at a relative change ``scale_tol / |P|``, or when
-    :data:`LINE_SEARCH_STEPS` evaluations have not gained ``scale_tol``: the profile
-    evidence is only piecewise smooth (columns are pruned and re-added as ``eta`` moves,
-    and the solver's optimum in ``alpha`` can jump), and its gradient then promises more
-    than a step delivers.
+    :data:`LINE_SEARCH_STEPS` evaluations have not gained ``scale_tol``: ``P`` is only
+    piecewise smooth (columns are pruned and re-added as ``eta`` moves, and the solver's
+    optimum in ``alpha`` can jump), and its gradient can promise more than a step gives.
+    A fit that interpolates the data (an :class:`~bayes_rvm.solvers.InterpolationWarning`:
+    the noise collapses, and a kernel narrow enough to fit it can raise the evidence)
+    ranks below every fit that does not; a run ends where the fits start to interpolate.
 
-    The profile evidence has several modes in ``eta``: an input that enters the target
-    linearly, or not at all, can sit at a moderate scale with a local maximum, separated
-    by a valley from a higher mode at a broad kernel (or a vanishing scale) that gradient
-    steps do not cross. So after an ascent, ``2 d`` probes around its end each widen one
-    input's kernel by ``probe_factor`` or switch it off (``eta_k`` at its lower bound,
-    where its gradient vanishes: it stays off); the search ascends again from the probe
-    with the largest profile evidence and, if that ascent ends ``scale_tol`` above the
+    ``P`` has several modes in ``eta``: an input that enters the target linearly, or not
+    at all, can sit at a moderate scale with a local maximum, separated by a valley from a
+    higher mode at a broad kernel (or a vanishing scale). So after an ascent, ``2 d``
+    probes each widen one input's kernel by ``probe_factor`` or switch it off (``eta_k``
+    at its lower bound, where its gradient vanishes: it stays off); the search ascends
+    from the probe with the largest ``P`` and, if that ends ``scale_tol`` above the
     previous mode, probes around the new one (at most ``d`` rounds). A round costs
     ``2 d`` alpha steps and one ascent.
 
-    Each alpha step starts the solver afresh, so its evidence can fall below the one
-    the previous eta step reached. The scales returned are those of the alpha step with
-    the largest log evidence, refitted to convergence; if that refit is below the fit at
-    the starting scales, the starting scales and their fit are returned. The returned
-    evidence is thus never below the one at the starting scales.
+    The scales returned are those of the best alpha step, refitted to convergence; if the
+    fit at the starting scales is better, those are returned. So the returned evidence is
+    never below the start's, unless the start interpolates and the returned fit does not.
 
     Examples
     --------
@@ -286,11 +272,13 @@ class _Stalled(Exception):
 
 
 class _Point(NamedTuple):
-    """One alpha step: the solver's fit at the log scales ``log_eta``, on ``basis``."""
+    """One alpha step: the solver's fit at the log scales ``log_eta``, on ``basis``;
+    ``interpolates``: whether the fit raised :class:`InterpolationWarning`."""
 
     fit: Type2Result
     basis: KernelBasis
     log_eta: np.ndarray
+    interpolates: bool
 
 
 class _Settings(NamedTuple):
@@ -303,6 +291,20 @@ class _Settings(NamedTuple):
     scale_gtol: float
     probe_factor: float
     step_radius: float
+
+
+def _rank(point: _Point) -> tuple[bool, float]:
+    """Order of the points: every fit that does not interpolate above every one that
+    does, then by log evidence."""
+    return not point.interpolates, point.fit.log_evidence
+
+
+def _beats(point: _Point, other: _Point, margin: float) -> bool:
+    """Whether ``point`` is better than ``other`` in the order of :func:`_rank`, by more
+    than ``margin`` nats when both interpolate or neither does."""
+    if point.interpolates != other.interpolates:
+        return other.interpolates
+    return point.fit.log_evidence > other.fit.log_evidence + margin
 
 
 class _ScaleSearch:
@@ -345,13 +347,14 @@ class _ScaleSearch:
     def alpha_step(self, log_eta: np.ndarray, limit: int | None) -> _Point:
         """The solver's fit of ``alpha`` (and ``beta``) at the scales ``exp(log_eta)``."""
         basis = self._basis(log_eta)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as caught:
             # Reported once by fit_type2_scales, for the fit that is returned.
             warnings.simplefilter("ignore", ConvergenceWarning)
             warnings.simplefilter("ignore", EmptyModelWarning)
-            warnings.simplefilter("ignore", InterpolationWarning)
+            warnings.simplefilter("always", InterpolationWarning)
             fit = self.solve(basis, limit)
-        return _Point(fit, basis, log_eta)
+        interpolates = any(issubclass(w.category, InterpolationWarning) for w in caught)
+        return _Point(fit, basis, log_eta, interpolates)
 
     def gradient(self, point: _Point) -> np.ndarray:
         """``dL / d log eta`` at ``point``'s alpha and beta (eq. 53-57)."""
@@ -367,7 +370,7 @@ class _ScaleSearch:
         self.path.append(point.fit.log_evidence)
         self.scales_path.append(np.exp(point.log_eta))
         self.n_probe, self.n_outer = self.n_probe + self.probing, self.n_outer + 1 - self.probing
-        if point.fit.log_evidence > self.best.fit.log_evidence:
+        if _beats(point, self.best, 0.0):
             self.best = point
         return point, self.gradient(point)
 
@@ -381,15 +384,14 @@ class _ScaleSearch:
         while True:
             gradient = self.gradient(top)
             if self.verbose:
-                projected = _projected_gradient(gradient, top.log_eta, self.lower, self.upper)
                 print(
                     f"[scales] {len(run) - 1} eta steps: log evidence="
                     f"{top.fit.log_evidence:.6f} M={top.fit.active.size} "
-                    f"|grad|={np.max(np.abs(projected)):.2e} eta={np.exp(top.log_eta)}"
+                    f"|grad|={np.max(np.abs(gradient)):.2e} eta={np.exp(top.log_eta)}"
                 )
             self._quasi_newton(top, gradient, run)
-            reached = max(run, key=lambda p: p.fit.log_evidence)
-            if reached.fit.log_evidence < top.fit.log_evidence + settings.scale_tol:
+            reached = max(run, key=_rank)
+            if not _beats(reached, top, settings.scale_tol):
                 return top, True
             if len(run) > settings.max_outer:
                 return reached, False
@@ -412,6 +414,8 @@ class _ScaleSearch:
             if len(run) - gained_at >= LINE_SEARCH_STEPS:
                 raise _Stalled
             reached, slope = self.profile(z)
+            if reached.interpolates and not top.interpolates:
+                raise _Stalled
             run.append(reached)
             if reached.fit.log_evidence > best + settings.scale_tol:
                 gained_at = len(run)
@@ -453,12 +457,9 @@ class _ScaleSearch:
                 trial = point.log_eta.copy()
                 trial[k] = log_eta_k
                 probes.append(self.profile(trial)[0])
-        end = self.ascend(max(probes, key=lambda p: p.fit.log_evidence)) if probes else None
+        end = self.ascend(max(probes, key=_rank)) if probes else None
         self.probing = False
-        helped = (
-            end is not None
-            and end[0].fit.log_evidence > point.fit.log_evidence + self.settings.scale_tol
-        )
+        helped = end is not None and _beats(end[0], point, self.settings.scale_tol)
         if self.verbose:
             print(f"[scales] probe: {'a higher mode' if helped else 'no higher mode'}")
         return end if helped else None
@@ -480,7 +481,7 @@ class _ScaleSearch:
         point = self.best
         if point is not self.start and self.settings.alpha_max_iter != self.settings.max_iter:
             point = self.alpha_step(point.log_eta, self.settings.max_iter)
-            if point.fit.log_evidence < self.start.fit.log_evidence:
+            if _beats(self.start, point, 0.0):
                 point = self.start
         return point
 
