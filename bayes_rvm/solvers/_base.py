@@ -214,12 +214,13 @@ class ScalesFit:
     scales_path : ndarray of shape (len(log_evidence_path), n_features)
         The scales of every alpha step.
     n_outer : int
-        eta steps taken.
+        eta steps (alpha steps at new scales) of the ascent from the starting scales.
     n_probe : int
-        Alpha steps spent probing switched-off input dimensions.
+        Alpha steps spent on probes (one input's kernel widened or switched off) and on
+        the ascents from them.
     converged : bool
-        Whether the stopping rule of :func:`fit_type2_scales` was met before
-        ``max_outer``.
+        Whether the last ascent of :func:`fit_type2_scales` met its stopping rule before
+        ``max_outer`` eta steps.
     """
 
     result: Type2Result

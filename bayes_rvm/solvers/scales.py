@@ -2,30 +2,14 @@
 
 A Gaussian kernel with one input scale per dimension (eq. 56),
 ``K(x, y) = exp(-sum_k eta_k (x_k - y_k)^2)``, has its scales ``eta`` chosen by
-maximising the log evidence (eq. 36) together with ``alpha`` and ``beta``.
-
-The gradient (eq. 53-57) is that of :mod:`bayes_rvm.solvers._scale_gradient`.
-
-The optimisation alternates two blocks, each of which can only raise the evidence
-at its own step:
-
-1. **alpha step**: the chosen type-II solver (any entry of
-   :data:`bayes_rvm.solvers.SOLVERS`) fits ``alpha`` and ``beta`` on the design matrix at
-   the current scales. Every column is a candidate again, so basis functions pruned at
-   the old scales can come back at the new ones.
-2. **eta step**: with the active set, ``alpha`` and ``beta`` held fixed, a bounded
-   quasi-Newton search (L-BFGS-B) on ``log eta`` maximises the evidence with its
-   analytic gradient. The step is accepted only when it raises the evidence.
-
-Instead of the paper's hill climbing, each eta step is a bounded quasi-Newton search in
-a trust box. Because the evidence is multimodal in ``eta``, a stalled search also tries
-switching each input dimension off. The stopping rule, the dimension probe and the
-guarantee that the result is never worse than the starting scales are in
-:func:`fit_type2_scales`.
+maximising the profile evidence: eq. 36 at the type-II solver's ``alpha`` and ``beta``
+for those scales, whose gradient is the App. C gradient at them (envelope theorem;
+:mod:`bayes_rvm.solvers._scale_gradient`). :func:`fit_type2_scales` has the search.
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -66,12 +50,6 @@ __all__ = [
 ]
 
 
-def _projected_gradient(gradient, log_eta, lower, upper) -> np.ndarray:
-    """The ascent directions the bounds allow: zero where a bound blocks the gradient."""
-    blocked = ((log_eta <= lower) & (gradient < 0)) | ((log_eta >= upper) & (gradient > 0))
-    return np.where(blocked, 0.0, gradient)
-
-
 #: solver -> iteration limit of the intermediate alpha steps (``alpha_max_iter="auto"``).
 #: Only the full-basis re-estimation solvers, whose last iterations just prune.
 ALPHA_STEP_MAX_ITER = {"mackay": 200, "em": 200}
@@ -94,21 +72,22 @@ def fit_type2_scales(
     noise_var: float | None = None,
     tol: float = 1e-6,
     max_iter: int | None = None,
-    max_outer: int = 50,
+    max_outer: int = 100,
     scale_tol: float = 1e-3,
     scale_gtol: float = 1e-2,
     scale_bounds: tuple[float, float] = (1e-6, 1e6),
-    eta_steps: int = 20,
     step_radius: float = 1.0,
     alpha_max_iter: int | str | None = "auto",
     probe_dimensions: bool = True,
+    probe_factor: float = 100.0,
     verbose: bool = False,
 ) -> ScalesFit:
     """Type-II fit with one learned input scale per dimension (Tipping 2001, App. C).
 
-    Alternates the solver's fit of ``alpha`` and ``beta`` (all columns candidates) with a
-    bounded L-BFGS-B search on ``log eta`` at fixed ``alpha`` and ``beta``, using the
-    analytic gradient of :func:`log_evidence_scale_gradient`.
+    Maximises the profile evidence (eq. 36 at the solver's ``alpha`` and ``beta``) over
+    ``log eta`` by L-BFGS-B with the gradient of :func:`log_evidence_scale_gradient` at
+    the fitted ``alpha`` and ``beta``, from the starting scales, then from probes that
+    widen one input's kernel (see Notes).
 
     Parameters
     ----------
@@ -132,31 +111,33 @@ def fit_type2_scales(
     a, b, c, d, noise_var, tol, max_iter
         As in :func:`bayes_rvm.fit_type2`, for every alpha step.
     max_outer : int
-        Largest number of eta steps.
+        Largest number of eta steps (evaluations of the profile evidence, each an alpha
+        step) of one ascent.
     scale_tol : float
-        Evidence change (nats) below which the alternation has stalled.
+        Evidence gain (nats) below which an ascent has stalled, and which a probe must
+        beat.
     scale_gtol : float
         Largest entry of the projected gradient ``|dL / d log eta|`` below which the scales
         are stationary.
     scale_bounds : (float, float)
         Bounds on ``eta_k`` relative to its starting value.
-    eta_steps : int
-        L-BFGS-B iterations per eta step.
     alpha_max_iter : int, "auto" or None
-        Iteration limit of the alpha steps between two eta steps; ``None`` is
+        Iteration limit of the alpha steps of the search; ``None`` is
         ``max_iter``, ``"auto"`` the solver's entry in :data:`ALPHA_STEP_MAX_ITER` (else
         ``max_iter``). The fits at the starting and at the returned scales always run to
         convergence (``max_iter``). Re-estimation from the full basis gets the evidence to
         within ~1e-3 nats in a few hundred iterations but takes thousands to prune the
         last columns; those have negligible weight and do not change the eta step.
     step_radius : float
-        Trust region of one eta step: ``|delta log eta_k| <= step_radius``. With ``alpha``
-        fixed at a sparse fit the evidence is a poor guide far from the current scales;
-        short steps keep the two blocks in step (the paper interleaves 1-5 small ones).
+        Trust box of one L-BFGS-B run, ``|delta log eta_k| <= step_radius`` around its
+        start. Without it the line search can leap across valleys of the profile evidence
+        into a distant mode (for example a kernel so narrow that it only fits the noise).
     probe_dimensions : bool
-        When the gradient search has stopped, try switching each input dimension off
-        (``eta_k`` to its lower bound), and restart the search from the best switch-off
-        that raises the evidence (see Notes).
+        When an ascent has stopped, ascend again from the best of the probes that widen
+        or switch off one input's kernel (see Notes). ``False``: one ascent, from the
+        starting scales.
+    probe_factor : float
+        A probe divides one ``eta_k`` by this factor; another sets it to its lower bound.
     verbose : bool
 
     Returns
@@ -166,35 +147,38 @@ def fit_type2_scales(
     Warns
     -----
     ConvergenceWarning
-        When ``max_outer`` eta steps did not meet the stopping rule, or when the solver did
-        not converge at the returned scales (its warnings at intermediate scales, whose
-        fits serve only as steps, are not repeated).
+        When the last ascent used ``max_outer`` eta steps without meeting the stopping
+        rule, or when the solver did not converge at the returned scales (its warnings at
+        intermediate scales, whose fits serve only as steps, are not repeated).
     EmptyModelWarning
         When every basis function is pruned at the returned scales (not for the
         intermediate fits).
 
     Notes
     -----
-    Stopping rule, checked after each alpha step: **converged** when the projected
-    gradient ``max_k |dL / d log eta_k|`` (zero where a bound blocks ascent) is below
-    ``scale_gtol`` (a stationary point in ``eta`` at optimal ``alpha``, ``beta``), or when
-    the last eta step raised the evidence by less than ``scale_tol`` nats *and* the alpha
-    step that followed changed it by less than ``scale_tol`` (the alternation has
-    stalled). An eta step that cannot raise the evidence also ends the search.
+    Stopping rule of one ascent: L-BFGS-B runs, each started afresh in its trust box
+    around the best point so far, until a run gains less than ``scale_tol`` nats
+    (**converged**). A run ends at a projected gradient ``max_k |dL / d log eta_k|`` below
+    ``scale_gtol``, at a relative change ``scale_tol / |P|``, or when
+    :data:`LINE_SEARCH_STEPS` evaluations have not gained ``scale_tol``: ``P`` is only
+    piecewise smooth (columns are pruned and re-added as ``eta`` moves, and the solver's
+    optimum in ``alpha`` can jump), and its gradient can promise more than a step gives.
+    A fit that interpolates the data (an :class:`~bayes_rvm.solvers.InterpolationWarning`:
+    the noise collapses, and a kernel narrow enough to fit it can raise the evidence)
+    ranks below every fit that does not; a run ends where the fits start to interpolate.
 
-    The evidence as a function of ``eta`` (with ``alpha`` re-optimised) has several
-    modes: an irrelevant input can sit at a moderate scale with a local maximum of the
-    evidence, separated by a valley from the far higher mode where its scale vanishes
-    (the basis changes discretely as columns are pruned). Gradient steps do not cross
-    the valley; the dimension probe jumps to the other side, one input at a time, much as
-    pruning sets an ``alpha_i`` to infinity. A switched-off dimension stays at its lower
-    bound (its gradient in ``log eta_k`` vanishes there).
+    ``P`` has several modes in ``eta``: an input that enters the target linearly, or not
+    at all, can sit at a moderate scale with a local maximum, separated by a valley from a
+    higher mode at a broad kernel (or a vanishing scale). So after an ascent, ``2 d``
+    probes each widen one input's kernel by ``probe_factor`` or switch it off (``eta_k``
+    at its lower bound, where its gradient vanishes: it stays off); the search ascends
+    from the probe with the largest ``P`` and, if that ends ``scale_tol`` above the
+    previous mode, probes around the new one (at most ``d`` rounds). A round costs
+    ``2 d`` alpha steps and one ascent.
 
-    Each alpha step starts the solver afresh, so its evidence can fall below the one
-    the previous eta step reached. The scales returned are those of the alpha step with
-    the largest log evidence, refitted to convergence; if that refit is below the fit at
-    the starting scales, the starting scales and their fit are returned. The returned
-    evidence is thus never below the one at the starting scales.
+    The scales returned are those of the best alpha step, refitted to convergence; if the
+    fit at the starting scales is better, those are returned. So the returned evidence is
+    never below the start's, unless the start interpolates and the returned fit does not.
 
     Examples
     --------
@@ -212,7 +196,6 @@ def fit_type2_scales(
     t = check_target(t, X.shape[0])
     kernel = check_scalable(get_kernel(kernel, gamma) if isinstance(kernel, str) else kernel)
     max_outer = check_positive_int(max_outer, "max_outer")
-    eta_steps = check_positive_int(eta_steps, "eta_steps")
     if alpha_max_iter == "auto":
         alpha_max_iter = ALPHA_STEP_MAX_ITER.get(solver, max_iter)
     if alpha_max_iter is not None:
@@ -220,6 +203,9 @@ def fit_type2_scales(
     scale_tol = check_positive_real(scale_tol, "scale_tol")
     scale_gtol = check_positive_real(scale_gtol, "scale_gtol")
     step_radius = check_positive_real(step_radius, "step_radius")
+    probe_factor = check_positive_real(probe_factor, "probe_factor")
+    if not probe_factor > 1:
+        raise ValueError(f"probe_factor must be > 1 (it widens a kernel); got {probe_factor}")
     low, high = _check_bounds(scale_bounds)
     if np.ndim(kernel.gamma) and np.size(kernel.gamma) != X.shape[1]:
         raise ValueError(
@@ -237,7 +223,7 @@ def fit_type2_scales(
         lambda basis, limit: fit_type2(basis, t, likelihood, solver, max_iter=limit, **options),
         (np.log(eta0 * low), np.log(eta0 * high)),
         _Settings(
-            max_iter, alpha_max_iter, max_outer, eta_steps, step_radius, scale_tol, scale_gtol
+            max_iter, alpha_max_iter, max_outer, scale_tol, scale_gtol, probe_factor, step_radius
         ),
         verbose,
     )
@@ -260,7 +246,7 @@ def fit_type2_scales(
     if point.fit.active.size == 0:
         warn_empty_model(stacklevel=2)
     warn_if_interpolating(point.fit, X.shape[0], stacklevel=2)
-    _, gradient = search.evaluate(point.log_eta, point.fit)
+    gradient = search.gradient(point)
     return ScalesFit(
         result=point.fit,
         kernel=check_scalable(point.basis.kernel),
@@ -276,12 +262,23 @@ def fit_type2_scales(
     )
 
 
+#: L-BFGS-B's line search budget (evaluations); a run whose last this many evaluations
+#: did not raise its best evidence by ``scale_tol`` has stalled.
+LINE_SEARCH_STEPS = 5
+
+
+class _Stalled(Exception):
+    """Raised inside an ascent's objective to stop the quasi-Newton search."""
+
+
 class _Point(NamedTuple):
-    """One alpha step: the solver's fit at the log scales ``log_eta``, on ``basis``."""
+    """One alpha step: the solver's fit at the log scales ``log_eta``, on ``basis``;
+    ``interpolates``: whether the fit raised :class:`InterpolationWarning`."""
 
     fit: Type2Result
     basis: KernelBasis
     log_eta: np.ndarray
+    interpolates: bool
 
 
 class _Settings(NamedTuple):
@@ -290,19 +287,33 @@ class _Settings(NamedTuple):
     max_iter: int | None
     alpha_max_iter: int | None
     max_outer: int
-    eta_steps: int
-    step_radius: float
     scale_tol: float
     scale_gtol: float
+    probe_factor: float
+    step_radius: float
+
+
+def _rank(point: _Point) -> tuple[bool, float]:
+    """Order of the points: every fit that does not interpolate above every one that
+    does, then by log evidence."""
+    return not point.interpolates, point.fit.log_evidence
+
+
+def _beats(point: _Point, other: _Point, margin: float) -> bool:
+    """Whether ``point`` is better than ``other`` in the order of :func:`_rank`, by more
+    than ``margin`` nats when both interpolate or neither does."""
+    if point.interpolates != other.interpolates:
+        return other.interpolates
+    return point.fit.log_evidence > other.fit.log_evidence + margin
 
 
 class _ScaleSearch:
-    """The alternation of alpha and eta steps of :func:`fit_type2_scales`, and its state.
+    """The profile-evidence ascent of :func:`fit_type2_scales`, and its state.
 
     State: ``start`` (the fit at the starting scales), ``best`` (the alpha step with the
     largest log evidence so far), ``path`` and ``scales_path`` (every alpha step's log
-    evidence and scales), ``n_outer`` (eta steps) and ``n_probe`` (alpha steps probing
-    switched-off dimensions).
+    evidence and scales), ``n_outer`` (eta steps of the ascent from the start: evaluations
+    of the profile evidence at new scales) and ``n_probe`` (those of the probes).
     """
 
     def __init__(
@@ -328,6 +339,7 @@ class _ScaleSearch:
         self.path = [self.start.fit.log_evidence]
         self.scales_path = [eta0]
         self.n_outer = self.n_probe = 0
+        self.probing = False
 
     def _basis(self, log_eta: np.ndarray) -> KernelBasis:
         return self.base.with_kernel(self.kernel_type(np.exp(log_eta)))
@@ -335,102 +347,132 @@ class _ScaleSearch:
     def alpha_step(self, log_eta: np.ndarray, limit: int | None) -> _Point:
         """The solver's fit of ``alpha`` (and ``beta``) at the scales ``exp(log_eta)``."""
         basis = self._basis(log_eta)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as caught:
             # Reported once by fit_type2_scales, for the fit that is returned.
             warnings.simplefilter("ignore", ConvergenceWarning)
             warnings.simplefilter("ignore", EmptyModelWarning)
-            warnings.simplefilter("ignore", InterpolationWarning)
+            warnings.simplefilter("always", InterpolationWarning)
             fit = self.solve(basis, limit)
-        return _Point(fit, basis, log_eta)
+        interpolates = any(issubclass(w.category, InterpolationWarning) for w in caught)
+        return _Point(fit, basis, log_eta, interpolates)
 
-    def evaluate(self, log_eta: np.ndarray, fit: Type2Result) -> tuple[float, np.ndarray]:
-        """Log evidence and its gradient in ``log eta`` with ``fit``'s alpha and beta."""
-        return self.objective(self._basis(log_eta), self.t, fit.active, fit.alpha, fit.beta)
+    def gradient(self, point: _Point) -> np.ndarray:
+        """``dL / d log eta`` at ``point``'s alpha and beta (eq. 53-57)."""
+        fit = point.fit
+        return self.objective(point.basis, self.t, fit.active, fit.alpha, fit.beta)[1]
 
-    def record(self, point: _Point) -> None:
+    def profile(self, log_eta: np.ndarray) -> tuple[_Point, np.ndarray]:
+        """The profile evidence at ``exp(log_eta)`` (the alpha step's log evidence) and
+        its gradient: the App. C gradient at the fitted alpha, beta (envelope theorem)."""
+        point = self.alpha_step(
+            np.clip(log_eta, self.lower, self.upper), self.settings.alpha_max_iter
+        )
         self.path.append(point.fit.log_evidence)
         self.scales_path.append(np.exp(point.log_eta))
-        if point.fit.log_evidence > self.best.fit.log_evidence:
+        self.n_probe, self.n_outer = self.n_probe + self.probing, self.n_outer + 1 - self.probing
+        if _beats(point, self.best, 0.0):
             self.best = point
+        return point, self.gradient(point)
 
-    def ascend(self, point: _Point) -> bool:
-        """Alternate eta and alpha steps from ``point``; whether the stopping rule was met."""
-        fit, log_eta = point.fit, point.log_eta
+    def ascend(self, point: _Point) -> tuple[_Point, bool]:
+        """Quasi-Newton ascent of the profile evidence from ``point``: L-BFGS-B runs, each
+        in the trust box ``|delta log eta_k| <= step_radius`` around the best point so
+        far, until a run gains less than ``scale_tol``. The best point reached, and
+        whether it stopped so before ``max_outer`` evaluations."""
+        settings = self.settings
+        top, run = point, [point]
         while True:
-            value, gradient = self.evaluate(log_eta, fit)
-            projected = _projected_gradient(gradient, log_eta, self.lower, self.upper)
+            gradient = self.gradient(top)
             if self.verbose:
                 print(
-                    f"[scales] step {self.n_outer}: log evidence={fit.log_evidence:.6f} "
-                    f"M={fit.active.size} |grad|={np.max(np.abs(projected)):.2e} "
-                    f"eta={np.exp(log_eta)}"
+                    f"[scales] {len(run) - 1} eta steps: log evidence="
+                    f"{top.fit.log_evidence:.6f} M={top.fit.active.size} "
+                    f"|grad|={np.max(np.abs(gradient)):.2e} eta={np.exp(top.log_eta)}"
                 )
-            if np.max(np.abs(projected)) < self.settings.scale_gtol:
-                return True
-            if self.n_outer == self.settings.max_outer:
-                return False
-            self.n_outer += 1
-            box = zip(
-                np.maximum(self.lower, log_eta - self.settings.step_radius),
-                np.minimum(self.upper, log_eta + self.settings.step_radius),
-                strict=True,
-            )
-            search = optimize.minimize(
-                lambda z, fit=fit: tuple(-v for v in self.evaluate(z, fit)),
-                log_eta,
+            self._quasi_newton(top, gradient, run)
+            reached = max(run, key=_rank)
+            if not _beats(reached, top, settings.scale_tol):
+                return top, True
+            if len(run) > settings.max_outer:
+                return reached, False
+            top = reached
+
+    def _quasi_newton(self, top: _Point, gradient: np.ndarray, run: list[_Point]) -> None:
+        """One L-BFGS-B run from ``top`` (``gradient`` its gradient) in its trust box;
+        appends every point it evaluates to ``run``. Ends at L-BFGS-B's tolerances, at
+        the evaluation budget left, or when the last ``LINE_SEARCH_STEPS`` evaluations
+        did not raise the run's best by ``scale_tol`` (the profile evidence is only
+        piecewise smooth: columns are pruned or re-added as ``eta`` moves, and the
+        solver's optimum in ``alpha`` can jump)."""
+        settings = self.settings
+        best, gained_at, first = top.fit.log_evidence, len(run), len(run)
+
+        def negative(z):
+            nonlocal best, gained_at
+            if np.array_equal(z, top.log_eta):
+                return -top.fit.log_evidence, -gradient
+            if len(run) - gained_at >= LINE_SEARCH_STEPS:
+                raise _Stalled
+            reached, slope = self.profile(z)
+            if reached.interpolates and not top.interpolates:
+                raise _Stalled
+            run.append(reached)
+            if reached.fit.log_evidence > best + settings.scale_tol:
+                gained_at = len(run)
+            best = max(best, reached.fit.log_evidence)
+            return -reached.fit.log_evidence, -slope
+
+        box = zip(
+            np.maximum(self.lower, top.log_eta - settings.step_radius),
+            np.minimum(self.upper, top.log_eta + settings.step_radius),
+            strict=True,
+        )
+        with contextlib.suppress(_Stalled):
+            optimize.minimize(
+                negative,
+                top.log_eta,
                 jac=True,
                 method="L-BFGS-B",
                 bounds=list(box),
-                options={"maxiter": self.settings.eta_steps},
+                options={
+                    "maxfun": max(1, settings.max_outer + 1 - first),
+                    "maxls": LINE_SEARCH_STEPS,
+                    "gtol": settings.scale_gtol,
+                    # (f_k - f_k+1) / max(|f_k|, |f_k+1|, 1) <= ftol: about scale_tol nats
+                    "ftol": settings.scale_tol / max(1.0, abs(top.fit.log_evidence)),
+                },
             )
-            gain = -float(search.fun) - value
-            if not gain > 0:
-                # No ascent in eta at these alphas: stationary up to the search's accuracy.
-                return True
-            log_eta = np.clip(search.x, self.lower, self.upper)
-            previous = fit.log_evidence
-            step = self.alpha_step(log_eta, self.settings.alpha_max_iter)
-            fit = step.fit
-            self.record(step)
-            stalled = abs(fit.log_evidence - previous) < self.settings.scale_tol
-            if gain < self.settings.scale_tol and stalled:
-                return True
 
-    def probe(self, point: _Point) -> _Point | None:
-        """Switch input dimensions off (eta_k to its lower bound); the better point or None.
-
-        Tries each dimension alone, then all those that helped together.
-        """
-        candidates = []
+    def probe(self, point: _Point) -> tuple[_Point, bool] | None:
+        """Probes around ``point``: each input's kernel widened (``eta_k`` divided by
+        ``probe_factor``) or switched off (``eta_k`` at its lower bound), one input at a
+        time. Ascends from the probe with the largest profile evidence; its end and
+        whether that ascent converged, or None if it does not beat ``point`` by
+        ``scale_tol``."""
+        self.probing = True
+        probes = []
         for k in np.flatnonzero(point.log_eta > self.lower):
-            trial = point.log_eta.copy()
-            trial[k] = self.lower[k]
-            self.n_probe += 1
-            candidates.append(self.alpha_step(trial, self.settings.alpha_max_iter))
-            self.record(candidates[-1])
-        threshold = point.fit.log_evidence + self.settings.scale_tol
-        helped = [c for c in candidates if c.fit.log_evidence > threshold]
-        if len(helped) > 1:
-            trial = np.min([c.log_eta for c in helped], axis=0)
-            self.n_probe += 1
-            candidates.append(self.alpha_step(trial, self.settings.alpha_max_iter))
-            self.record(candidates[-1])
-            helped.append(candidates[-1])
+            widened = point.log_eta[k] - np.log(self.settings.probe_factor)
+            for log_eta_k in {max(widened, self.lower[k]), self.lower[k]}:
+                trial = point.log_eta.copy()
+                trial[k] = log_eta_k
+                probes.append(self.profile(trial)[0])
+        end = self.ascend(max(probes, key=_rank)) if probes else None
+        self.probing = False
+        helped = end is not None and _beats(end[0], point, self.settings.scale_tol)
         if self.verbose:
-            print(f"[scales] probe: {len(helped)} of {len(candidates)} switch-offs helped")
-        return max(helped, key=lambda c: c.fit.log_evidence) if helped else None
+            print(f"[scales] probe: {'a higher mode' if helped else 'no higher mode'}")
+        return end if helped else None
 
     def run(self, probe_dimensions: bool) -> bool:
-        """Ascend from the start, then probe switched-off dimensions (at most one round
-        per input dimension: a successful probe switches one off); whether converged."""
-        converged = self.ascend(self.start)
-        for _ in range(self.start.log_eta.size if probe_dimensions else 0):
-            if not converged:
+        """Ascend from the start, then from the probes around the best point while they
+        find a higher mode (at most one round per input dimension); whether converged."""
+        top, converged = self.ascend(self.start)
+        for _ in range(top.log_eta.size if probe_dimensions else 0):
+            found = self.probe(top)
+            if found is None:
                 break
-            point = self.probe(self.best)
-            if point is None:
-                break
-            converged = self.ascend(point)
+            top, converged = found
         return converged
 
     def final(self) -> _Point:
@@ -439,7 +481,7 @@ class _ScaleSearch:
         point = self.best
         if point is not self.start and self.settings.alpha_max_iter != self.settings.max_iter:
             point = self.alpha_step(point.log_eta, self.settings.max_iter)
-            if point.fit.log_evidence < self.start.fit.log_evidence:
+            if _beats(self.start, point, 0.0):
                 point = self.start
         return point
 
