@@ -29,7 +29,7 @@ if not logging.root.handlers and not logger.handlers:
 #: Said once per process, when numba compiles (rather than loads from its cache) the
 #: package's compiled code: the first fit of a new installation waits for it.
 COMPILING = (
-    "bayes_rvm: compiling the solver once for this installation (up to a minute; "
+    "bayes_rvm: compiling the solver once for this installation (about 10 s; "
     "later fits load it from numba's cache)"
 )
 _compilation_listener = None

@@ -43,7 +43,8 @@ from bayes_rvm.datasets import make_friedman1  # noqa: E402
 from bayes_rvm.evidence import Prior  # noqa: E402
 from bayes_rvm.kernels import RBF  # noqa: E402
 from bayes_rvm.solvers._base import TargetMoments  # noqa: E402
-from bayes_rvm.solvers._compiled import Schedule, ascend_dense  # noqa: E402
+from bayes_rvm.solvers._compiled import ascend_dense  # noqa: E402
+from bayes_rvm.solvers._schedule import Schedule  # noqa: E402
 
 
 def schedule_of(variant: str) -> Schedule:

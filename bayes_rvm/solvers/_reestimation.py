@@ -35,7 +35,7 @@ from bayes_rvm.solvers._base import (
     initial_noise_var,
     noise_var_floor,
 )
-from bayes_rvm.solvers._compiled import Schedule
+from bayes_rvm.solvers._schedule import Schedule
 
 __all__ = [
     "ALPHA_MAX",
@@ -391,7 +391,7 @@ def reestimate(
     previous mode (``link`` a classification likelihood holding the targets ``t``).
 
     The Gaussian step sees the data only through ``Phi^T Phi``, ``Phi^T t``, ``t^T t``
-    and ``N`` (eq. 12-13, 36, 46): when ``schedule`` (default :class:`~._compiled.Schedule`)
+    and ``N`` (eq. 12-13, 36, 46): when ``schedule`` (default :class:`~._schedule.Schedule`)
     reduces a basis of this shape, the loop runs on the triangular factor of ``[Phi | t]``
     (:meth:`~bayes_rvm.basis.Basis.reduce`, on the workers for a dask basis).
 

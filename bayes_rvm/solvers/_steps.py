@@ -107,7 +107,7 @@ def ascend(
     ``alpha`` and calls again). ``settings`` holds ``tol, floor, refactor_min, span,
     resolution, relative_inner, sub_steps, restart_below, noise_growth, noise_rtol,
     polish, cancellation, newton_after, newton_min, defer, defer_min``
-    (:class:`~._compiled.Schedule`). ``gram, fetched`` keep the products of the fetched
+    (:class:`~._schedule.Schedule`). ``gram, fetched`` keep the products of the fetched
     columns (:func:`~._updates.fetch`). The state is complete (nothing pending) when it
     returns.
     """

@@ -2,11 +2,11 @@
 compiled ascent on a working set of columns, certified on every column.
 
 A basis with about as many columns as rows (every training point a centre, the RVM) and
-more than :attr:`~._compiled.Schedule.dense_bytes` of them is neither held by the
+more than :attr:`~._schedule.Schedule.dense_bytes` of them is neither held by the
 compiled loop nor reducible (:meth:`~bayes_rvm.basis.Basis.reduce` needs twice as many
 rows as columns). The sequential ascent then runs on a working set ``W`` of columns:
 
-1. ``W`` starts with :attr:`~._compiled.Schedule.working_set` columns evenly spaced over
+1. ``W`` starts with :attr:`~._schedule.Schedule.working_set` columns evenly spaced over
    the basis, and the compiled loop (the first ascent of its schedule alone: the rounds
    replace most of the columns it keeps) fits the model of ``W`` on a reduced design of
    ``W`` (:func:`_reduced_design`: the columns' coordinates in an orthonormal frame of
@@ -60,8 +60,9 @@ from bayes_rvm.evidence import (
 from bayes_rvm.posterior import fit_gaussian, gaussian_posterior
 from bayes_rvm.solvers._ascent import Stopping
 from bayes_rvm.solvers._base import Prior, TargetMoments, noise_var_floor
-from bayes_rvm.solvers._compiled import Ascent, Schedule, Status, ascend_dense
+from bayes_rvm.solvers._compiled import Ascent, Status, ascend_dense
 from bayes_rvm.solvers._newton import joint_newton
+from bayes_rvm.solvers._schedule import Schedule
 
 __all__ = ["WorkingSetFit", "fit_working_set"]
 

@@ -72,6 +72,7 @@ def fit_type2_scales(
     noise_var: float | None = None,
     tol: float = 1e-6,
     max_iter: int | None = None,
+    n_starts: int | None = None,
     max_outer: int = 100,
     scale_tol: float = 1e-3,
     scale_gtol: float = 1e-2,
@@ -108,7 +109,7 @@ def fit_type2_scales(
         Constant column.
     extra : ExtraColumns or sequence
         Extra basis functions (Sec. 4.3), e.g. ``["linear", "quadratic"]``.
-    a, b, c, d, noise_var, tol, max_iter
+    a, b, c, d, noise_var, tol, max_iter, n_starts
         As in :func:`bayes_rvm.fit_type2`, for every alpha step.
     max_outer : int
         Largest number of eta steps (evaluations of the profile evidence, each an alpha
@@ -173,12 +174,12 @@ def fit_type2_scales(
     probes each widen one input's kernel by ``probe_factor`` or switch it off (``eta_k``
     at its lower bound, where its gradient vanishes: it stays off); the search ascends
     from the probe with the largest ``P`` and, if that ends ``scale_tol`` above the
-    previous mode, probes around the new one (at most ``d`` rounds). A round costs
-    ``2 d`` alpha steps and one ascent.
+    previous mode, probes around the new one (at most ``d`` rounds, each ``2 d`` alpha
+    steps and one ascent).
 
-    The scales returned are those of the best alpha step, refitted to convergence; if the
-    fit at the starting scales is better, those are returned. So the returned evidence is
-    never below the start's, unless the start interpolates and the returned fit does not.
+    The scales returned are those of the best alpha step, refitted to convergence, or the
+    starting ones if their fit is better: the returned evidence is never below the
+    start's, unless the start interpolates and the returned fit does not.
 
     Examples
     --------
@@ -213,7 +214,8 @@ def fit_type2_scales(
             f"got {np.size(kernel.gamma)}"
         )
     eta0 = np.broadcast_to(np.asarray(kernel.gamma, dtype=np.float64), (X.shape[1],)).copy()
-    options: dict[str, Any] = {"a": a, "b": b, "c": c, "d": d, "noise_var": noise_var, "tol": tol}
+    options: dict[str, Any] = {"a": a, "b": b, "c": c, "d": d, "noise_var": noise_var}
+    options.update(tol=tol, n_starts=n_starts)
     start = type(kernel)(eta0)
     search = _ScaleSearch(
         start,
@@ -246,14 +248,13 @@ def fit_type2_scales(
     if point.fit.active.size == 0:
         warn_empty_model(stacklevel=2)
     warn_if_interpolating(point.fit, X.shape[0], stacklevel=2)
-    gradient = search.gradient(point)
     return ScalesFit(
         result=point.fit,
         kernel=check_scalable(point.basis.kernel),
         basis=point.basis,
         scales=np.exp(point.log_eta),
         initial_scales=eta0,
-        gradient=gradient,
+        gradient=search.gradient(point),
         log_evidence_path=np.array(search.path),
         scales_path=np.array(search.scales_path),
         n_outer=search.n_outer,

@@ -89,7 +89,7 @@ from bayes_rvm.solvers._base import (
     initial_noise_var,
     noise_var_floor,
 )
-from bayes_rvm.solvers._compiled import Schedule, Start, Status, ascend_dense
+from bayes_rvm.solvers._compiled import Status, ascend_dense
 from bayes_rvm.solvers._crosses import (
     CompressedCrosses,
     Compression,
@@ -99,6 +99,7 @@ from bayes_rvm.solvers._crosses import (
 )
 from bayes_rvm.solvers._large_schedule import LargeSchedule
 from bayes_rvm.solvers._outer import ModeLoop, NoiseLoop, gaussian_log_evidence
+from bayes_rvm.solvers._schedule import Schedule, Start
 from bayes_rvm.solvers._working_set import fit_working_set
 from bayes_rvm.solvers._workspace import Workspace
 
