@@ -271,7 +271,9 @@ def fit_type2(
         evidence is returned (the evidence has many local optima in the noise, and which
         one an ascent reaches depends on where it starts;
         :meth:`~bayes_rvm.solvers.sequential.Schedule.first_starts`). More starts never
-        reach a lower optimum and take about proportionally longer. ``None``: 8 on a basis
+        reach a lower optimum and take about proportionally longer, but a higher optimum is
+        not always a better model: on few points with a narrow kernel more starts can
+        reach a fit that interpolates (an ``InterpolationWarning``). ``None``: 4 on a basis
         held in memory, 2 on one reduced to its triangular factor (more rows than
         columns, over 16 MiB: there each ascent takes seconds). A basis fitted on a
         working set of columns (over 16 MiB and not reduced) is fitted from one start.

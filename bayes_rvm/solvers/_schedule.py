@@ -139,7 +139,7 @@ class Schedule:
     starts: tuple[Start, ...] = (Start(0.02), Start(0.25), Start(1.0), Start(0.05, growth=1.5))
     restart_range: tuple[float, float] = (0.01, 1.0)
     restart_growths: tuple[float, ...] = (2.0, 1.5)
-    held_starts: int = 8
+    held_starts: int = 4
     reduced_starts: int = 2
     first_inner: float = 0.1
     relative_inner: float = 0.01
