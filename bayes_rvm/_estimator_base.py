@@ -304,9 +304,7 @@ class _BaseRVM(BaseEstimator):
             basis, rows = self._build_basis(X, sample_weight, candidates), candidates[1]
         options = {"a": self.a, "b": self.b, "max_iter": self.max_iter, "tol": self.tol}
         if likelihood == "gaussian":
-            options.update(c=self.c, d=self.d, noise_var=self.noise_var)
-            if self.n_starts is not None:
-                options.update(n_starts=self.n_starts)
+            options.update(c=self.c, d=self.d, noise_var=self.noise_var, n_starts=self.n_starts)
         if sample_weight is not None:
             if self.optimize_scales:
                 raise ValueError("sample_weight is not supported with optimize_scales=True")

@@ -132,7 +132,6 @@ def parse_package(spec: str) -> tuple[str, dict, dict]:
     from bayes_rvm.solvers.sequential import Schedule
 
     params = {key: fields.pop(key) for key in list(fields) if key in RVR().get_params()}
-    RVR(**params)  # TypeError for a parameter it does not have
     dataclasses.replace(Schedule(), **fields)  # TypeError for a field it does not have
     return name, params, fields
 

@@ -46,8 +46,9 @@ class Schedule:
         (:meth:`holds`).
     gram_bytes : int
         An ascent keeps the products ``Phi~^T phi~_j`` of the columns it adds, for re-adds
-        and for the later ascents on the same basis (:class:`GramRows`), when ``n_basis^2``
-        doubles take at most this many bytes.
+        and for the later ascents on the same basis
+        (:class:`~bayes_rvm.solvers._compiled.GramRows`), when ``n_basis^2`` doubles take
+        at most this many bytes.
     reduced_bytes : int
         A larger basis with at least twice as many rows as columns is reduced to its
         triangular factor (:meth:`~bayes_rvm.basis.Basis.reduce`, ``(n_basis + 1)^2``
@@ -181,9 +182,9 @@ class Schedule:
 
     def first_starts(self, n: int) -> tuple[Start, ...]:
         """The first ``n`` starts: :attr:`starts`, then fractions of the first ascent's
-        noise variance at the points ``u_k = frac(k / golden ratio)`` of the unit interval
-        (each new one in the largest gap left by the others) mapped to
-        :attr:`restart_range` in ``log``."""
+        noise variance at the points ``u_k = frac(1/2 + k / golden ratio)``, k = 0, 1, ...,
+        of the unit interval (each new one in one of the largest gaps the others leave)
+        mapped to :attr:`restart_range` in ``log``."""
         low, high = np.log(self.restart_range)
         further = []
         for k in range(max(n - len(self.starts), 0)):
