@@ -117,9 +117,10 @@ or callable, default="rbf"
     noise_var : float, optional
         Fix the noise variance (Fig. 1 of the paper uses ``0.01**2``); learned when ``None``.
     n_starts : int, optional
-        Solver "sequential" with the noise learned: the number of ascents from different
-        starting noises, the best kept (:func:`bayes_rvm.fit_type2`). ``None``: 4 when the
-        basis is held in memory. 1 is the fastest; more never reach a lower optimum of
+        Solver "sequential": the number of ascents from different starting noises, the
+        best kept (:func:`bayes_rvm.fit_type2`; with ``noise_var`` given, an ascent that
+        starts below it learns the noise up to it). ``None``: 4 when the basis is held
+        in memory. 1 is the fastest; more never reach a lower optimum of
         the evidence and take about proportionally longer.
     max_iter : int, optional
         Solver iteration limit (solver default when ``None``).

@@ -21,6 +21,15 @@ pytestmark = pytest.mark.slow
 
 SMALL_RUNS = {
     "classification": ["bench_classification.py", "--only", "ripley", "--draws", "1"],
+    "fixed-noise": [
+        "bench_fixed_noise.py",
+        "--problems",
+        "sinc-100",
+        "--factors",
+        "1",
+        "--repeats",
+        "1",
+    ],
     "gap": ["bench_gap.py", "--seeds", "1"],
     "many-classes": ["bench_many_classes.py", "--n", "150", "--tol", "1e-2"],
     "models": ["bench_models.py", "--only", "solvers", "--repeats", "1"],

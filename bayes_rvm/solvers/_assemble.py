@@ -39,15 +39,17 @@ def gaussian_result(
     prior: Prior,
     end: End,
     n_rows: int,
+    noise_fixed: bool = False,
 ) -> Type2Result:
-    """The result of a fit with the noise learned, from the active columns ``Phi_a`` (of
-    ``t``'s rows, which stand for ``n_rows``) and their precisions in the data's units."""
+    """The result of a Gaussian fit from the active columns ``Phi_a`` (of ``t``'s rows,
+    which stand for ``n_rows``) and their precisions in the data's units."""
     # Tipping (2001) eq. 12-13
     posterior = fit_gaussian(Phi_a, t, alpha, beta, n_rows=n_rows)
     F = t - posterior.residual
     return assemble(
-        posterior.L, posterior.mu, F, t, active, alpha, beta, prior, None, False, end, n_rows
-    )
+        posterior.L, posterior.mu, F, t, active, alpha, beta, prior, None, noise_fixed, end,
+        n_rows,
+    )  # fmt: skip
 
 
 def workspace_result(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 
 import numpy as np
 
@@ -104,11 +105,14 @@ class Ascent:
     gram : GramRows, optional
         The products of the columns added so far on ``B``, shared with other ascents on
         it; by default its own, kept within :attr:`Schedule.gram_bytes`.
+    ceiling : float, optional
+        The largest noise variance a learned noise takes (a continuation towards a fixed
+        noise, :func:`ascend_dense`).
     """
 
     def __init__(
         self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, targets, full_t=None,
-        gram=None,
+        gram=None, ceiling=math.inf,
     ):  # fmt: skip
         n_basis, N = B.shape
         self.B, self.t = B, t
@@ -121,7 +125,7 @@ class Ascent:
         # the Gamma(c, d) noise hyperprior enters the objective when the noise is learned
         self.has_hyper = learn_noise and (prior.c != 0.0 or prior.d != 0.0)
         self.tol, self.max_iter, self.schedule = tol, max_iter, schedule
-        self.floor = noise_var_floor(targets)
+        self.floor, self.ceiling = noise_var_floor(targets), ceiling
         cap = min(n_basis, 64)
         self.idx = np.zeros(cap, dtype=np.int64)
         self.alpha = np.zeros(cap)
@@ -158,16 +162,17 @@ class Ascent:
 
     @classmethod
     def resume(
-        cls, B, t, idx, alpha, beta, *, prior, tol, max_iter, schedule, targets, full_t=None
-    ) -> Ascent:
-        """An ascent (noise learned) that starts from the model of the columns ``idx`` of
-        ``B`` at precisions ``alpha`` and noise precision ``beta``, fitted before on fewer
-        columns: its noise update is due, and its ``alpha`` sub-problem is solved to
-        ``tol`` from the start. :meth:`run` answers ``NOT_PD`` at once when the posterior
-        precision of that model is not positive definite."""
+        cls, B, t, idx, alpha, beta, *, prior, tol, max_iter, schedule, targets, full_t=None,
+        learn_noise=True, gram=None,
+    ) -> Ascent:  # fmt: skip
+        """An ascent that starts from the model of the columns ``idx`` of ``B`` at
+        precisions ``alpha`` and noise precision ``beta``, fitted before (on fewer columns,
+        or at another noise): a learned noise's update is due, and its ``alpha``
+        sub-problem is solved to ``tol`` from the start. :meth:`run` answers ``NOT_PD`` at
+        once when the posterior precision of that model is not positive definite."""
         ascent = cls(
-            B, t, beta, learn_noise=True, prior=prior, tol=tol, max_iter=max_iter,
-            schedule=schedule, full_t=full_t, targets=targets,
+            B, t, beta, learn_noise=learn_noise, prior=prior, tol=tol, max_iter=max_iter,
+            schedule=schedule, full_t=full_t, targets=targets, gram=gram,
         )  # fmt: skip
         M = idx.size
         while ascent.alpha.size < M:
@@ -224,7 +229,7 @@ class Ascent:
                 self.tol, self.floor, sch.refactor_min, sch.span, sch.resolution,
                 sch.relative_inner, sch.sub_steps * self.n_rows, sch.restart_below,
                 sch.noise_growth, sch.noise_rtol, sch.polish, sch.cancellation,
-                sch.newton_after, sch.newton_min, sch.defer, sch.defer_min,
+                sch.newton_after, sch.newton_min, sch.defer, sch.defer_min, self.ceiling,
             ]
         )  # fmt: skip
         if not self._start_pd:
@@ -243,7 +248,8 @@ class Ascent:
                 self._grow()
                 continue
             if code == Status.ABOVE:
-                self._start(1.0 / max(sch.starts[0].noise / self.beta, self.floor))
+                noise = max(sch.starts[0].noise / self.beta, self.floor)
+                self._start(1.0 / min(noise, self.ceiling))
                 continue
             if code == Status.NEWTON and self._newton():
                 continue
@@ -297,12 +303,21 @@ def ascend_dense(
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
     n_starts: int | None = None,
+    noise_var: float | None = None,
 ) -> tuple[Ascent, Status]:
     """The best of the ascents of the first ``n_starts`` starts of the schedule
-    (:meth:`Schedule.first_starts`), the noise learned (``targets`` and ``full_t``: see
-    :class:`Ascent`; the starting noise is taken from ``targets`` too).
-    ``n_starts=None``: :attr:`Schedule.held_starts` on a held basis,
-    :attr:`Schedule.reduced_starts` on a reduced design.
+    (:meth:`Schedule.first_starts`; ``targets`` and ``full_t``: see :class:`Ascent`; the
+    starting noise is taken from ``targets`` too). ``n_starts=None``:
+    :attr:`Schedule.held_starts` on a held basis, :attr:`Schedule.reduced_starts` on a
+    reduced design.
+
+    With the noise variance fixed at ``noise_var`` the starts are the same and the fixed
+    noise is their ceiling: an ascent that starts below it learns the noise (a
+    continuation from the over-fitted side, no higher than ``noise_var``) and then
+    finishes at ``noise_var``; an ascent that would start at or above it runs at
+    ``noise_var`` from the empty model. Every ascent is certified, and compared, at the
+    fixed noise. (From the empty model alone, a broad kernel can stop at an optimum
+    hundreds of nats below the one the continuation reaches.)
 
     ``least_squares_rss`` is a lower bound on ``||t - Phi w||^2`` over every ``w`` (for a
     reduced design ``[R; 0]`` with target ``[z; r]``: ``r^2``, the least-squares
@@ -325,14 +340,30 @@ def ascend_dense(
     floor = noise_var_floor(targets)
     runs: list[tuple[float, Schedule]] = []
 
+    ceiling = math.inf if noise_var is None else noise_var
+
     def run(start: Start, noise: float) -> tuple[Ascent | None, Status]:
+        noise = min(noise, ceiling)
+        learn = noise < ceiling
         growth = schedule.noise_growth if start.growth is None else start.growth
-        ascent_schedule = dataclasses.replace(schedule, noise_growth=growth)
+        ascent_schedule = dataclasses.replace(schedule, noise_growth=growth) if learn else schedule
         if (noise, ascent_schedule) in runs:
             return None, Status.CONVERGED
         runs.append((noise, ascent_schedule))
-        ascent = Ascent(B, t, 1.0 / noise, learn_noise=True, schedule=ascent_schedule, **options)
-        return ascent, ascent.run()
+        ascent = Ascent(
+            B, t, 1.0 / noise, learn_noise=learn, schedule=ascent_schedule, ceiling=ceiling,
+            **options,
+        )  # fmt: skip
+        status = ascent.run()
+        if noise_var is None or not learn or status != Status.CONVERGED:
+            return ascent, status
+        # the continuation's model, from its noise to the fixed one
+        idx, alpha = ascent.model()
+        fixed = Ascent.resume(
+            B, t, idx, alpha, 1.0 / noise_var, learn_noise=False, schedule=schedule, **options
+        )
+        fixed.istate[_slots.I_STEPS] = ascent.steps  # max_iter counts both
+        return fixed, fixed.run()
 
     first_start, *later = schedule.first_starts(n_starts)
     first, status = run(first_start, max(initial_noise_var(targets, first_start.noise), bound))

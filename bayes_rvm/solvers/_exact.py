@@ -163,11 +163,11 @@ def log_evidence(alpha, Phi, t, n_rows, mu, M, beta, logdet, has_hyper, c, d):
 
 
 @_inline
-def noise_update(alpha, Phi, t, n_rows, Sigma, mu, M, c, d, floor):
+def noise_update(alpha, Phi, t, n_rows, Sigma, mu, M, c, d, floor, ceiling):
     """Tipping (2001) eq. 46: ``beta = (N - sum gamma + 2c) / (rss + 2d)`` with ``N =
     n_rows``, ``gamma_i = 1 - alpha_i Sigma_ii`` (eq. 17) and the noise variance at least
-    ``floor``."""
+    ``floor`` and at most ``ceiling``."""
     gamma = 0.0
     for a in range(M):
         gamma += 1.0 - alpha[a] * Sigma[a, a]  # Tipping (2001) eq. 17
-    return 1.0 / max(_eq46(rss(Phi, t, mu, M), gamma, n_rows, c, d), floor)
+    return 1.0 / min(max(_eq46(rss(Phi, t, mu, M), gamma, n_rows, c, d), floor), ceiling)

@@ -266,19 +266,21 @@ def fit_type2(
         residual ``w_n (t_n - y_n)`` (:class:`~bayes_rvm.laplace.Bernoulli`,
         :class:`~bayes_rvm.laplace.Categorical`).
     n_starts : int, optional
-        "sequential" with the gaussian likelihood and a learned noise: the number of
-        ascents, each from its own starting noise, of which the fit with the highest log
-        evidence is returned (the evidence has many local optima in the noise, and which
-        one an ascent reaches depends on where it starts;
-        :meth:`~bayes_rvm.solvers.sequential.Schedule.first_starts`). More starts never
+        "sequential" with the gaussian likelihood: the number of ascents, each from its
+        own starting noise, of which the fit with the highest log evidence is returned
+        (the evidence has many local optima in the noise, and which one an ascent reaches
+        depends on where it starts;
+        :meth:`~bayes_rvm.solvers.sequential.Schedule.first_starts`). With ``noise_var``
+        given, an ascent that starts below it learns the noise up to ``noise_var`` and
+        then finishes there. More starts never
         reach a lower optimum and take about proportionally longer, but a higher optimum is
         not always a better model: on few points with a narrow kernel more starts can
         reach a fit that interpolates (an ``InterpolationWarning``). ``None``: 4 on a basis
         held in memory, 2 on one reduced to its triangular factor (more rows than
         columns, over 16 MiB: there each ascent takes seconds). A basis fitted on a
-        working set of columns (over 16 MiB and not reduced) is fitted from one start.
-        Fits with ``noise_var`` given, and classification, have no starting noise: one
-        ascent. The measured trade-off is on the solver page of the docs.
+        working set of columns (over 16 MiB and not reduced) is fitted from one start,
+        and so is a fixed noise there. Classification has no starting noise: one ascent.
+        The measured trade-off is on the solver page of the docs.
 
     Returns
     -------

@@ -107,7 +107,8 @@ def ascend(
     ``alpha`` and calls again). ``settings`` holds ``tol, floor, refactor_min, span,
     resolution, relative_inner, sub_steps, restart_below, noise_growth, noise_rtol,
     polish, cancellation, newton_after, newton_min, defer, defer_min``
-    (:class:`~._schedule.Schedule`). ``gram, fetched`` keep the products of the fetched
+    (:class:`~._schedule.Schedule`) and ``ceiling`` (a learned noise variance stays within
+    ``[floor, ceiling]``). ``gram, fetched`` keep the products of the fetched
     columns (:func:`~._updates.fetch`). The state is complete (nothing pending) when it
     returns.
     """
@@ -123,7 +124,7 @@ def ascend(
     deltas = np.zeros(updates.size)
     tol, floor, refactor_min, span, resolution = settings[:5]
     relative_inner, sub_steps, restart_below, noise_growth, noise_rtol, polish = settings[5:11]
-    cancellation, newton_after, newton_min, defer, defer_min = settings[11:16]
+    cancellation, newton_after, newton_min, defer, defer_min, ceiling = settings[11:17]
     n_basis = S.size
     while True:
         if istate[I_PATH] + 1 >= path.size:
@@ -192,7 +193,7 @@ def ascend(
                 code = MAX_ITER
                 break
             istate[I_STEPS] += 1
-            beta_new = noise_update(alpha, Phi, t, n_rows, Sigma, mu, M, c, d, floor)
+            beta_new = noise_update(alpha, Phi, t, n_rows, Sigma, mu, M, c, d, floor, ceiling)
             if istate[I_PROBE] and beta_new * restart_below > beta and beta < 1.0 / floor:
                 fstate[F_BETA] = beta_new
                 code = ABOVE

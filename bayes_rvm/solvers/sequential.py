@@ -11,18 +11,19 @@ index).
 
 ``fit`` chooses between three implementations:
 
-- Gaussian likelihood with a learned noise on a basis of at most :attr:`Schedule.dense_bytes`
-  (``N n_basis`` doubles): the compiled step loop (:mod:`bayes_rvm.solvers._compiled`,
-  :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum, the
-  best of the ascents of :attr:`Schedule.starts` (``n_starts`` of them: by default four,
-  two on a reduced design) and a final certificate on exact ``S, Q`` (see
-  :class:`Schedule`).
+- Gaussian likelihood on a basis of at most :attr:`Schedule.dense_bytes` (``N n_basis``
+  doubles): the compiled step loop (:mod:`bayes_rvm.solvers._compiled`,
+  :mod:`bayes_rvm.solvers._steps`), a noise continuation from below the optimum (or, the
+  noise fixed, from below the fixed value up to it), the best of the ascents of
+  :attr:`Schedule.starts` (``n_starts`` of them: by default four, two on a reduced
+  design) and a final certificate on exact ``S, Q`` (see :class:`Schedule`).
 - The same on a larger basis that is neither reduced (below) nor compressible (its columns
   keep a squared residual above :attr:`Schedule.working_residual` after the first block
   of :func:`~bayes_rvm.solvers._crosses.compress`): the compiled loop on a working set of
   columns, certified on every column (:mod:`bayes_rvm.solvers._working_set`).
-- Otherwise (larger bases that compress, a fixed noise, the Bernoulli likelihood) the large
-  path, scheduled by :class:`LargeSchedule` (below).
+- Otherwise (larger bases that compress, a fixed noise on a larger basis that is not
+  reduced, the Bernoulli likelihood) the large path, scheduled by :class:`LargeSchedule`
+  (below).
 
 A Gaussian fit whose basis is over :attr:`Schedule.dense_bytes` but has at least twice as
 many rows as columns first reduces the data (when the factor fits in
@@ -31,8 +32,7 @@ many rows as columns first reduces the data (when the factor fits in
 ``t^T t`` and ``N``, which the upper-triangular factor ``[[R, z], [0, r]]`` of ``[Phi | t]``
 (:meth:`~bayes_rvm.basis.Basis.reduce`, one pass of ``2 N n_basis^2`` flops) carries: the
 design ``[R; 0]`` with target ``[z; r]``, counted as ``N`` rows, is the same problem in
-``n_basis + 1`` rows. A learned noise then takes the compiled path on it, a fixed noise the
-large path.
+``n_basis + 1`` rows, and the compiled path runs on it.
 
 The large path:
 
@@ -178,13 +178,12 @@ def fit(
         factor = basis.reduce(t)
         basis, t = DenseBasis(factor[:, :-1]), factor[:, -1]
         least_squares_rss = float(t[-1] ** 2)  # r^2, the residual of the whole basis
-    # The compiled loop learns the noise by continuation from below; a fit with the noise
-    # held fixed goes to the large path, whose joint Newton steps reach better optima there.
-    if link is None and noise_var is None and (reduced or held):
+    if link is None and (reduced or held):
         full_t = data_t if reduced else None
         result = _fit_compiled(
-            basis, t, prior, stop, schedule, targets, full_t, least_squares_rss, n_starts
-        )
+            basis, t, prior, stop, schedule, targets, full_t, least_squares_rss, n_starts,
+            noise_var,
+        )  # fmt: skip
         if result is not None:
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
@@ -360,9 +359,11 @@ def _fit_compiled(
     full_t: np.ndarray | None = None,
     least_squares_rss: float = 0.0,
     n_starts: int | None = None,
+    noise_var: float | None = None,
 ) -> Type2Result | None:
-    """Gaussian likelihood, noise learned, basis in memory: the compiled ascent
-    (:mod:`._compiled`); ``None`` when its posterior precision lost positive definiteness.
+    """Gaussian likelihood, basis in memory: the compiled ascents (:mod:`._compiled`; the
+    noise learned, or fixed at ``noise_var``); ``None`` when a posterior precision lost
+    positive definiteness.
     ``full_t`` is ``None`` for a held basis, or the target of the rows that the reduced
     design ``basis`` and target ``t`` stand for; ``least_squares_rss`` a lower bound on
     the residual sum of squares of every weight vector, ``n_starts`` the number of starts
@@ -379,6 +380,7 @@ def _fit_compiled(
     ascent, status = ascend_dense(
         B, t, prior=prior, max_iter=stop.max_iter, tol=stop.tol, schedule=schedule,
         full_t=full_t, least_squares_rss=least_squares_rss, targets=targets, n_starts=n_starts,
+        noise_var=noise_var,
     )  # fmt: skip
     if status == Status.NOT_PD:
         return None
@@ -391,8 +393,9 @@ def _fit_compiled(
     S, Q = ascent.readd_gain_inputs()
     end = End(S, Q, ascent.recorded_path(), ascent.steps, status == Status.CONVERGED)
     result = gaussian_result(
-        Phi[:, active], t, active, alpha, ascent.beta, prior, end, data_t.size
-    )
+        Phi[:, active], t, active, alpha, ascent.beta, prior, end, data_t.size,
+        noise_fixed=noise_var is not None,
+    )  # fmt: skip
     if stop.verbose:
         print(
             f"[sequential] {ascent.steps} steps, M={active.size}, noise sd "
