@@ -16,6 +16,10 @@ Usage (from the repository root)::
         python benchmarks/bench_classification.py [--only ripley,pima,usps] [--draws 10] \\
         [--usps-n 7291] [--usps-jobs 2] [--multinomial]
 
+``--only heldout`` fits RVC at every width of the held-out comparison's grid on its
+classification sets and prints the log evidence beside the test error (only public API:
+run it with ``PYTHONPATH`` at another checkout to compare versions).
+
 The RVC rows use the default solver (sequential, Tipping & Faul 2003) unless the row
 names another. ``--usps-n`` fits USPS on the first ``n`` training images (the test set
 is always the full 2007). ``--usps-jobs`` fits the ten one-vs-rest classifiers in that
@@ -32,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -190,9 +195,30 @@ def usps(n_train: int | None, multinomial: bool, n_jobs: int | None = None) -> N
     _row("SVC (same gamma, C by 5-fold CV)", *svm, "SVM 4.4 %, 2540 (N = 7291)")
 
 
+def heldout() -> None:
+    """RVC at every width of the held-out comparison's evidence grid on the first training
+    split of each of its classification sets (``benchmarks/bench_heldout.py``, the
+    ``data`` extra): the log evidence (summed over one-vs-rest classifiers) next to the
+    test error, so that versions of the package can be compared on the same fits."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_heldout import CLASSIFICATION, GRID, load, split
+
+    print(f"\nheld-out sets, first split\n  {'set, gamma x d':<20} {'log evidence':>13} "
+          f"{'error':>9} {'vectors':>8} {'fit time':>10}")  # fmt: skip
+    for name in CLASSIFICATION:
+        X, X_test, y, y_test = split(*load(name), False, 0)
+        for g in GRID:
+            err, vectors, seconds, model = _rvc(X, y, X_test, y_test, gamma=g / X.shape[1])
+            log_ev = float(np.sum(model.log_evidence_))
+            print(f"  {f'{name} {g:g}':<20} {log_ev:13.3f} {100 * err:7.2f} % {vectors:>8} "
+                  f"{seconds:8.3f} s")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="ripley,pima", help="comma-separated: ripley,pima,usps")
+    parser.add_argument(
+        "--only", default="ripley,pima", help="comma-separated: ripley,pima,usps,heldout"
+    )
     parser.add_argument("--draws", type=int, default=10, help="Ripley 100-point draws")
     parser.add_argument("--usps-n", type=int, default=None, help="USPS training images used")
     parser.add_argument("--usps-jobs", type=int, default=None, help="RVC n_jobs on USPS")
@@ -205,6 +231,8 @@ def main() -> None:
         pima()
     if "usps" in chosen:
         usps(args.usps_n, args.multinomial, args.usps_jobs)
+    if "heldout" in chosen:
+        heldout()
 
 
 if __name__ == "__main__":
