@@ -263,6 +263,9 @@ def run(
         ).stdout
     except subprocess.TimeoutExpired:
         return None
+    except subprocess.CalledProcessError as error:
+        last = "".join(error.stderr.strip().splitlines()[-1:])
+        raise RuntimeError(f"the fit of {package} on {problem} failed: {last}") from error
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -282,10 +285,15 @@ def checkout(ref: str, stack: contextlib.ExitStack) -> dict[str, str]:
             f"{found.stderr.strip()}".rstrip()
         )
     tree = subprocess.run(
-        [*git, "archive", found.stdout.strip(), "bayes_rvm"], capture_output=True, check=True
-    ).stdout
+        [*git, "archive", found.stdout.strip(), "bayes_rvm"], capture_output=True
+    )
+    if tree.returncode:
+        raise ValueError(
+            f"expected a revision with a bayes_rvm directory in bayes_rvm@REF, got {ref!r}: "
+            f"{tree.stderr.decode().strip()}"
+        )
     source = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-ref-"))
-    with tarfile.open(fileobj=io.BytesIO(tree)) as archive:
+    with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as archive:
         archive.extractall(source, filter="data")
     cache = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-ref-numba-"))
     return {"PYTHONPATH": source, "NUMBA_CACHE_DIR": cache}
@@ -420,7 +428,9 @@ def main() -> None:
     if args.check:  # a spec, in the environment its workers will have (environments)
         import bayes_rvm
 
-        parse_package(split_ref(args.check)[0])
+        package, params, fields = parse_package(split_ref(args.check)[0])
+        with schedule_fields(fields):
+            _model(package, 1.0, params)  # as worker() builds it
         print(bayes_rvm.__file__)
         return
     if args.memory:
