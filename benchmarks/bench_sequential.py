@@ -24,16 +24,31 @@ Usage (from the repository root)::
     python benchmarks/bench_sequential.py --packages bayes_rvm --seeds 0 1 2 3 4
     python benchmarks/bench_sequential.py --memory 50000   # ours only, 1-D sinc, N=50,000
     python benchmarks/bench_sequential.py --packages bayes_rvm "bayes_rvm[n_starts=1]" fastrvm
+    python benchmarks/bench_sequential.py --packages bayes_rvm bayes_rvm@main --timeout 300
 
 A package ``bayes_rvm[field=value,...]`` is our default fit with those parameters of
 ``RVR`` (for example ``bayes_rvm[n_starts=1]``) or fields of the compiled path's schedule
-(:class:`bayes_rvm.solvers.sequential.Schedule`) changed (values are Python literals):
-run beside ``bayes_rvm``, it times a setting against the default in the same run, and
-the script reports the geometric mean of its fit time over the default's. A fit of a few
-tens of milliseconds varies by 20 % from one fresh process to the next here;
-``--in-process`` runs every fit in this process instead (each after a warm-up fit, the
-packages still alternating), which resolves differences of a few
+(:class:`bayes_rvm.solvers.sequential.Schedule`) changed (values are Python literals).
+Run beside ``bayes_rvm``, it times a setting against the default in the same run: after
+the table the script lists, per problem, the setting's log evidence minus the default's
+and its fit time over the default's, the geometric mean of that ratio, and on how many
+problems the setting's log evidence is more than 0.5 nat lower and its fit more than
+25 % slower. A fit of a few tens of milliseconds varies by 20 % from one fresh process to
+the next here; ``--in-process`` runs every fit in this process instead (each after a
+warm-up fit, the packages still alternating), which resolves differences of a few
 percent with ``--repeats 7``.
+
+A package ``bayes_rvm@REF`` (``REF`` any git revision of this repository: a commit, a
+tag, a branch) is the package as it was at ``REF``, to check a change for regressions
+against the code before it. The script extracts ``REF``'s ``bayes_rvm`` (``git
+archive``) into a temporary directory once per run; that package's workers import
+``bayes_rvm`` from there, with a numba cache of their own, while the problems still come
+from this script; both directories are removed when the run ends. Run beside
+``bayes_rvm``, it is listed after the table the other way round: the default's log
+evidence minus ``REF``'s and the default's fit time over ``REF``'s, with the problems
+where the default is more than 0.5 nat lower or 25 % slower. ``bayes_rvm@REF[field=value,
+...]`` changes parameters of ``REF``'s ``RVR`` or fields of its ``Schedule``. These need
+fresh processes (not ``--in-process``).
 
 ``--seeds`` draws each random problem (sinc, Friedman #1, the broad-kernel sinc) from
 each seed (a row ``problem:seed``; diabetes and Boston are fixed data sets, run once).
@@ -47,12 +62,15 @@ import argparse
 import ast
 import contextlib
 import dataclasses
+import io
 import json
 import math
 import os
 import shlex
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -68,6 +86,12 @@ PROBLEMS = (
 MAX_N = {"sklearn-rvm": 1000, "mackay": 2000}
 #: Problem kinds that :func:`make_problem` draws from its seed (the others are fixed data).
 DRAWN = ("sinc", "broad", "friedman1")
+#: This checkout: its ``bayes_rvm`` is the one the workers import, unless ``@REF``.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: A package compared with the default counts its log evidence lower by more than this
+#: (nats) and its fit time over this ratio (module docstring).
+EVIDENCE_DROP = 0.5
+SLOWDOWN = 1.25
 
 
 def make_problem(name: str, seed: int = 0):
@@ -114,14 +138,33 @@ def _evidence(X, y, gamma, columns, alpha, beta):
     return log_evidence_gaussian(L, mu, alpha, beta, rss, y.size)
 
 
+def split_ref(spec: str) -> tuple[str, str | None]:
+    """``bayes_rvm@REF`` or ``bayes_rvm@REF[field=value,...]``: the spec without ``@REF``
+    and ``REF``, a git revision (module docstring); any other spec and ``None``."""
+    head, bracket, rest = spec.partition("[")
+    name, at, ref = head.partition("@")
+    if not at:
+        return spec, None
+    if name != "bayes_rvm" or not ref or ref.startswith("-"):
+        raise ValueError(
+            f"expected bayes_rvm@REF or bayes_rvm@REF[field=value,...] with REF a git "
+            f"revision, got {spec!r}"
+        )
+    return name + bracket + rest, ref
+
+
 def parse_package(spec: str) -> tuple[str, dict, dict]:
-    """``name`` or ``bayes_rvm[field=value,...]``: the package, the ``RVR`` parameters and
-    the fields of the compiled path's ``Schedule`` to change (module docstring)."""
+    """``name`` or ``bayes_rvm[field=value,...]`` (without ``@REF``): the package, the
+    ``RVR`` parameters and the fields of the compiled path's ``Schedule`` to change, checked
+    against the ``bayes_rvm`` this process imports (module docstring)."""
     name, bracket, rest = spec.partition("[")
     if not bracket:
         return spec, {}, {}
     if name != "bayes_rvm" or not rest.endswith("]"):
-        raise ValueError(f"expected a package or bayes_rvm[field=value,...], got {spec!r}")
+        raise ValueError(
+            f"expected a package, bayes_rvm[field=value,...] or "
+            f"bayes_rvm@REF[field=value,...], got {spec!r}"
+        )
     fields = {}
     for item in rest[:-1].split(","):
         key, equals, value = item.partition("=")
@@ -172,7 +215,7 @@ def worker(package: str, problem: str, seed: int, warm_up: bool) -> dict:
     import numpy as np
 
     warnings.simplefilter("ignore")
-    package, params, fields = parse_package(package)
+    package, params, fields = parse_package(split_ref(package)[0])
     X, y, gamma = make_problem(problem, seed)
     with schedule_fields(fields):
         if warm_up:
@@ -206,18 +249,131 @@ def worker(package: str, problem: str, seed: int, warm_up: bool) -> dict:
     }
 
 
-def run(package: str, problem: str, seed: int, timeout: float, warm_up=True) -> dict | None:
+def run(
+    package: str, problem: str, seed: int, timeout: float, warm_up=True, env=None
+) -> dict | None:
+    """One fit in a fresh process, with this checkout's ``bayes_rvm`` unless ``env``
+    (:func:`environments`) says otherwise; ``None`` when it takes over ``timeout``."""
     command = [sys.executable, __file__, "--worker", package, problem, str(seed)]
     command += [] if warm_up else ["--cold"]
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {**os.environ, "PYTHONPATH": root}  # this checkout's bayes_rvm
+    env = {**os.environ, "PYTHONPATH": ROOT, **(env or {})}
     try:
         out = subprocess.run(
             command, capture_output=True, text=True, timeout=timeout, check=True, env=env
         ).stdout
     except subprocess.TimeoutExpired:
         return None
+    except subprocess.CalledProcessError as error:
+        last = "".join(error.stderr.strip().splitlines()[-1:])
+        raise RuntimeError(f"the fit of {package} on {problem} failed: {last}") from error
     return json.loads(out.strip().splitlines()[-1])
+
+
+def checkout(ref: str, stack: contextlib.ExitStack) -> dict[str, str]:
+    """The environment of workers running ``bayes_rvm`` as of git revision ``ref``: its
+    directory extracted into a temporary one, and a numba cache of their own (compiled
+    code of two versions never mixes); both are removed when ``stack`` closes."""
+    git = ["git", "-C", ROOT]
+    found = subprocess.run(
+        [*git, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if found.returncode:
+        raise ValueError(
+            f"expected a git revision of {ROOT} in bayes_rvm@REF, got {ref!r} "
+            f"{found.stderr.strip()}".rstrip()
+        )
+    tree = subprocess.run(
+        [*git, "archive", found.stdout.strip(), "bayes_rvm"], capture_output=True
+    )
+    if tree.returncode:
+        raise ValueError(
+            f"expected a revision with a bayes_rvm directory in bayes_rvm@REF, got {ref!r}: "
+            f"{tree.stderr.decode().strip()}"
+        )
+    source = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-ref-"))
+    with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as archive:
+        archive.extractall(source, filter="data")
+    cache = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-ref-numba-"))
+    return {"PYTHONPATH": source, "NUMBA_CACHE_DIR": cache}
+
+
+def environments(packages: list[str], stack: contextlib.ExitStack) -> dict[str, dict]:
+    """Each package's worker environment (:func:`run`), every spec checked before any
+    fit: a ``bayes_rvm@REF`` against ``REF``'s own ``RVR`` and ``Schedule``, in a process
+    that must import ``bayes_rvm`` from ``REF``'s directory (:func:`checkout`, once per
+    revision)."""
+    trees: dict[str, dict[str, str]] = {}
+    found: dict[str, dict] = {}
+    for spec in packages:
+        ref = split_ref(spec)[1]
+        if ref is None:
+            parse_package(spec)
+            found[spec] = {}
+            continue
+        if ref not in trees:
+            trees[ref] = checkout(ref, stack)
+        env = found[spec] = trees[ref]
+        command = [sys.executable, __file__, "--check", spec]
+        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env})
+        if done.returncode:
+            error = done.stderr.strip().splitlines()[-1:]
+            raise ValueError(
+                f"{spec!r}: expected a package that runs at {ref} (with parameters of its "
+                f"RVR or fields of its Schedule), got {''.join(error)}"
+            )
+        imported = done.stdout.strip().splitlines()[-1]
+        if not imported.startswith(env["PYTHONPATH"] + os.sep):
+            raise RuntimeError(
+                f"the workers of {spec!r} import bayes_rvm from {imported}, expected it "
+                f"from {env['PYTHONPATH']}"
+            )
+    return found
+
+
+def against(tested: str, baseline: str, by_problem: list[tuple[str, dict]]) -> str:
+    """``tested`` against ``baseline`` in the same run, from each problem's medians: per
+    problem the log evidence difference (``tested`` minus ``baseline``) and the fit time
+    ratio (``tested`` over ``baseline``), the geometric mean of that ratio and the number
+    of problems with ``tested`` more than :data:`EVIDENCE_DROP` nat lower or
+    :data:`SLOWDOWN` times slower."""
+    cells, ratios, missing = [], [], []
+    lower = slower = 0
+    for label, medians in by_problem:
+        absent = [p for p in (tested, baseline) if p not in medians]
+        if absent:
+            missing.append(f"{label} ({' and '.join(absent)})")
+            continue
+        difference = medians[tested]["log_evidence"] - medians[baseline]["log_evidence"]
+        ratio = medians[tested]["time"] / medians[baseline]["time"]
+        cells.append(f"{label} {difference:+.2f} nat {ratio:.2f}x")
+        ratios.append(ratio)
+        lower += difference < -EVIDENCE_DROP
+        slower += ratio > SLOWDOWN
+    text = f"{tested} against {baseline}"
+    if cells:
+        text += (
+            f", per problem the log evidence difference and the fit time ratio: "
+            f"{', '.join(cells)}. Geometric mean of the fit time ratio "
+            f"{_geometric(ratios):.3f} (range {min(ratios):.2f} to {max(ratios):.2f}); "
+            f"log evidence more than {EVIDENCE_DROP:g} nat lower on {lower} of "
+            f"{len(cells)} problems, fit more than {(SLOWDOWN - 1) * 100:g} % slower on "
+            f"{slower} of {len(cells)}."
+        )
+    if missing:
+        text += f" No fit within the timeout: {', '.join(missing)}."
+    return text
+
+
+def comparisons(packages: list[str]) -> list[tuple[str, str]]:
+    """``(tested, baseline)`` of each package compared with the default ``bayes_rvm`` run
+    beside it: a setting ``bayes_rvm[...]`` is tested against the default, the default
+    against ``bayes_rvm@REF``."""
+    if "bayes_rvm" not in packages:
+        return []
+    others = [p for p in packages if p != "bayes_rvm" and p.startswith("bayes_rvm")]
+    return [("bayes_rvm", p) if split_ref(p)[1] else (p, "bayes_rvm") for p in others]
 
 
 #: Packages whose log evidence is their own report, not this package's evaluation of
@@ -263,26 +419,45 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="write docs/results/sequential-suite")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--check", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    variants = [p for p in args.packages if any(parse_package(p)[1:])]  # checked before any fit
     if args.worker:
         package, problem, seed = args.worker
         print(json.dumps(worker(package, problem, int(seed), not args.cold)))
+        return
+    if args.check:  # a spec, in the environment its workers will have (environments)
+        import bayes_rvm
+
+        package, params, fields = parse_package(split_ref(args.check)[0])
+        with schedule_fields(fields):
+            _model(package, 1.0, params)  # as worker() builds it
+        print(bayes_rvm.__file__)
         return
     if args.memory:
         # no warm-up: the process as a user's, which loads no compiled loop at this size
         result = run("bayes_rvm", f"sinc-{args.memory}", 0, args.timeout, warm_up=False)
         print(f"bayes_rvm sinc N={args.memory}: {result}")
         return
+    refs = [p for p in args.packages if split_ref(p)[1]]
+    if args.in_process and refs:
+        raise ValueError(
+            f"--in-process runs this checkout's bayes_rvm only: expected packages without "
+            f"@REF, got {' '.join(refs)}"
+        )
+    with contextlib.ExitStack() as stack:
+        suite(args, environments(args.packages, stack))
 
+
+def suite(args: argparse.Namespace, envs: dict[str, dict]) -> None:
+    """The table, the geometric means and the comparisons with the default."""
     print(
         "| problem | package | fit s | ratio to fastrvm | RVs | noise sd | log evidence | "
         "below best |\n|---|---|---|---|---|---|---|---|",
         flush=True,
     )
-    ratios: dict[str, list[float]] = {}  # ours (default and variants) / fastrvm
+    ratios: dict[str, list[float]] = {}  # ours (default, settings, revisions) / fastrvm
     rows: list[dict] = []
-    against_default: dict[str, list[float]] = {v: [] for v in variants}
+    by_problem: list[tuple[str, dict]] = []  # each problem's medians
     for problem, seed in _draws(args.problems, args.seeds):
         packages = [p for p in args.packages if _size(problem) <= MAX_N.get(p, math.inf)]
         results: dict[str, list[dict]] = {p: [] for p in packages}
@@ -291,7 +466,7 @@ def main() -> None:
                 if args.in_process:
                     r = worker(package, problem, seed, warm_up=True)
                 else:
-                    r = run(package, problem, seed, args.timeout)
+                    r = run(package, problem, seed, args.timeout, env=envs[package])
                 if r is not None:
                     results[package].append(r)
         label = problem if args.seeds == [0] else f"{problem}:{seed}"
@@ -300,6 +475,7 @@ def main() -> None:
             for p, rs in results.items()
             if rs
         }
+        by_problem.append((label, medians))
         best = best_evidence(medians)
         reference = medians.get("fastrvm", {}).get("time")
         for p in packages:
@@ -310,8 +486,6 @@ def main() -> None:
             ratio = m["time"] / reference if reference else math.nan
             if p.startswith("bayes_rvm") and reference:
                 ratios.setdefault(p, []).append(ratio)
-            if p in against_default and "bayes_rvm" in medians:
-                against_default[p].append(m["time"] / medians["bayes_rvm"]["time"])
             star = "*" if p in SELF_REPORTED else ""
             evidence = round(m["log_evidence"], 1)
             values = [label, p, round(m["time"], 3), round(ratio, 2), m["n_rv"]]
@@ -327,15 +501,11 @@ def main() -> None:
     means = {p: _geometric(r) for p, r in ratios.items()}
     for p, mean in means.items():
         print(f"\ngeometric mean of {p} / fastrvm fit time: {mean:.2f}")
+    compared = [against(*pair, by_problem) for pair in comparisons(args.packages)]
+    for text in compared:
+        print(f"\n{text}")
     if args.write:
-        _write(args, rows, means)
-    for variant, variant_ratios in against_default.items():
-        if variant_ratios:
-            print(
-                f"geometric mean of {variant} / bayes_rvm fit time: "
-                f"{_geometric(variant_ratios):.3f} (range {min(variant_ratios):.2f} to "
-                f"{max(variant_ratios):.2f})"
-            )
+        _write(args, rows, means, compared)
 
 
 #: Columns of the suite's table.
@@ -345,8 +515,11 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def _write(args: argparse.Namespace, rows: list[dict], means: dict[str, float]) -> None:
-    """The suite's table as ``docs/results/sequential-suite`` (the benchmark page)."""
+def _write(
+    args: argparse.Namespace, rows: list[dict], means: dict[str, float], compared: list[str]
+) -> None:
+    """The suite's table as ``docs/results/sequential-suite`` (the benchmark page), with
+    the comparisons with the default (:func:`against`) in its notes."""
     from _results import write_results  # benchmarks/ is this script's own folder
 
     command = "python benchmarks/bench_sequential.py --write"
@@ -366,9 +539,11 @@ def _write(args: argparse.Namespace, rows: list[dict], means: dict[str, float]) 
         "(`make_friedman1(N, noise=1.0, random_state=0)`), gamma 0.1; diabetes and Boston "
         "standardised, gamma 0.03 / 0.1; the broad-kernel sinc has N = 200 and gamma "
         "0.01. All with a bias column. A package `bayes_rvm[n_starts=1]` is "
-        "`RVR(n_starts=1)`. Geometric mean of the fit time over fastrvm's: "
+        "`RVR(n_starts=1)`, `bayes_rvm@REF` the package at git revision REF. Geometric "
+        "mean of the fit time over fastrvm's: "
         + ", ".join(f"{p} {mean:.2f}" for p, mean in means.items())
         + "."
+        + "".join(f" {text}" for text in compared)
     )
     title = "The default evidence fit against fastrvm and MacKay"
     write_results("sequential-suite", command, rows, COLUMNS, notes, title=title)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
 
 COLUMNS = [
     "problem", "package", "fit s", "ratio to fastrvm", "RVs", "noise sd", "log evidence",
@@ -55,3 +61,71 @@ def test_runs_at_tiny_size_and_prints_its_table(load_script, monkeypatch, capsys
         assert int(n_rv) > 0 and float(noise) > 0 and math.isfinite(float(evidence))
         assert float(below) >= 0
     assert min(float(row[7]) for row in rows) == 0.0
+
+
+def test_a_revision_spec_is_split_and_malformed_ones_are_refused(load_script, monkeypatch):
+    """``bayes_rvm@REF[...]`` is the spec ``bayes_rvm[...]`` run at ``REF``; a revision of
+    another package, an empty one or one that reads as an option is a ValueError, as is
+    a revision with ``--in-process`` (before any fit)."""
+    suite = load_script("benchmarks/bench_sequential.py")
+    assert suite.split_ref("bayes_rvm@257e8c6") == ("bayes_rvm", "257e8c6")
+    assert suite.split_ref("bayes_rvm@v1.0[n_starts=1]") == ("bayes_rvm[n_starts=1]", "v1.0")
+    assert suite.split_ref("bayes_rvm[n_starts=1]") == ("bayes_rvm[n_starts=1]", None)
+    for spec in ("fastrvm@main", "bayes_rvm@", "bayes_rvm@--output=x"):
+        with pytest.raises(ValueError, match="expected bayes_rvm@REF"):
+            suite.split_ref(spec)
+    argv = ["bench_sequential.py", "--packages", "bayes_rvm", "bayes_rvm@HEAD", "--in-process"]
+    monkeypatch.setattr("sys.argv", argv)
+    monkeypatch.setattr(suite, "worker", None)  # no fit
+    with pytest.raises(ValueError, match="--in-process"):
+        suite.main()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_revision_runs_from_its_own_copy_removed_at_the_end(load_script):
+    """The workers of ``bayes_rvm@HEAD`` import ``bayes_rvm`` from a copy of HEAD's (as
+    the check process reports), with a numba cache of their own; both directories go when
+    the run ends. An unknown revision, or a field its ``Schedule`` does not have, is a
+    ValueError before any fit."""
+    suite = load_script("benchmarks/bench_sequential.py")
+    root = Path(suite.ROOT)
+    with contextlib.ExitStack() as stack:
+        envs = suite.environments(["bayes_rvm", "bayes_rvm@HEAD"], stack)
+        env = envs["bayes_rvm@HEAD"]
+        copy = Path(env["PYTHONPATH"], "bayes_rvm", "__init__.py")
+        head = subprocess.run(
+            ["git", "-C", root, "show", "HEAD:bayes_rvm/__init__.py"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        assert envs["bayes_rvm"] == {} and copy.read_text() == head
+        assert root not in copy.parents and Path(env["NUMBA_CACHE_DIR"]).is_dir()
+    assert not Path(env["PYTHONPATH"]).exists() and not Path(env["NUMBA_CACHE_DIR"]).exists()
+    for spec in ("bayes_rvm@no-such-revision", "bayes_rvm@HEAD[no_such_field=1]"):
+        with contextlib.ExitStack() as stack, pytest.raises(ValueError, match="expected"):
+            suite.environments(["bayes_rvm", spec], stack)
+
+
+def test_the_default_is_compared_with_a_revision_and_a_setting_with_the_default(load_script):
+    """Beside ``bayes_rvm``, a setting is tested against the default and the default
+    against a revision: per problem the log evidence difference (tested minus baseline)
+    and the fit time ratio (tested over baseline), then how many problems are more than
+    0.5 nat lower or 25 % slower; a problem without both fits is named, not counted."""
+    suite = load_script("benchmarks/bench_sequential.py")
+    packages = ["bayes_rvm", "bayes_rvm@abc", "bayes_rvm[n_starts=1]", "fastrvm"]
+    assert suite.comparisons(packages) == [
+        ("bayes_rvm", "bayes_rvm@abc"), ("bayes_rvm[n_starts=1]", "bayes_rvm"),
+    ]  # fmt: skip
+    assert suite.comparisons(packages[1:]) == []
+    by_problem = [
+        ("a", {"bayes_rvm": {"log_evidence": -10.0, "time": 2.0},
+               "bayes_rvm@abc": {"log_evidence": -9.0, "time": 1.0}}),
+        ("b", {"bayes_rvm": {"log_evidence": 5.0, "time": 1.0},
+               "bayes_rvm@abc": {"log_evidence": 5.25, "time": 1.0}}),
+        ("c", {"bayes_rvm": {"log_evidence": 5.0, "time": 1.0}}),
+    ]  # fmt: skip
+    text = suite.against("bayes_rvm", "bayes_rvm@abc", by_problem)
+    assert text.startswith("bayes_rvm against bayes_rvm@abc")
+    assert "a -1.00 nat 2.00x, b -0.25 nat 1.00x." in text
+    assert "more than 0.5 nat lower on 1 of 2 problems" in text
+    assert "more than 25 % slower on 1 of 2" in text
+    assert text.endswith("No fit within the timeout: c (bayes_rvm@abc).")
