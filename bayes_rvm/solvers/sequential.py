@@ -196,8 +196,8 @@ def fit(
         # in_memory: a one-vs-rest fit's shared kernel matrix and a binary fit's own hold
         # the same numbers (a kernel matrix evaluated once per pair of inputs)
         result = fit_bernoulli(
-            basis.in_memory().toarray(), link, prior=prior, tol=tol, max_iter=max_iter, schedule=schedule,
-            verbose=verbose,
+            basis.in_memory().toarray(), link, prior=prior, tol=tol, max_iter=max_iter,
+            schedule=schedule, verbose=verbose,
         )  # fmt: skip
         if result is not None:
             return result
