@@ -15,6 +15,13 @@ re-estimate or delete gains more than ``tol`` there. That is the fixed point of 
 and EM's classification updates, which likewise hold ``B`` constant in ``alpha``; the
 Laplace evidence need not rise from one mode to the next on the way (Bishop 2006, eq.
 7.114 moves with ``B``).
+
+Holding ``B`` constant can leave no fixed point: a column that the problem at one mode
+adds and the problem at the next deletes, because the mode moves with it. When the
+active sets of four modes in a row alternate between two, the fit ends at the one of the
+two with the higher Laplace evidence, the objective itself deciding the step that the
+weighted problems disagree on; the ``S, Q`` it reports (re-add gains) are those of the
+weighted problem at that mode.
 """
 
 from __future__ import annotations
@@ -71,57 +78,98 @@ def fit_bernoulli(
         "prior": prior, "tol": tol, "schedule": schedule,
         "targets": TargetMoments.of(np.ones(N)),  # unit noise: the floor is never reached
     }  # fmt: skip
-    active, alpha = np.zeros(0, dtype=np.intp), np.zeros(0)
-    mode, chol, F = _mode(Phi, link, active, alpha, None)  # the empty model: y = 1/2
-    path: list[float] = []
+    state = _State.at(Phi, link, np.zeros(0, dtype=np.intp), np.zeros(0), None)  # y = 1/2
+    states = [state]  # the last four
+    path: list[float] = []  # the Laplace evidence at each mode
     steps = 0
     while True:
-        B, target, scales = _weighted_problem(Phi, link, F)
-        budget = max_iter - steps
-        if active.size:
-            ascent = Ascent.resume(
-                B, target, active, alpha / scales[active] ** 2, 1.0, learn_noise=False,
-                max_iter=budget, **options,
-            )  # fmt: skip
-        else:
-            ascent = Ascent(B, target, 1.0, learn_noise=False, max_iter=budget, **options)
+        ascent, scales = _weighted_ascent(Phi, link, state, options, max_iter - steps)
         status = ascent.run()
         if status == Status.NOT_PD:
             return None
         steps += ascent.steps
-        converged = status == Status.CONVERGED and ascent.steps == 0
-        if converged or status != Status.CONVERGED:
-            break  # the certificate at the current mode, or max_iter
+        if status == Status.CONVERGED and ascent.steps == 0:
+            converged, S, Q = True, *ascent.readd_gain_inputs()  # exact at the state
+            break
+        if status != Status.CONVERGED:  # max_iter: the last state at its mode
+            converged, S, Q = False, *_gain_inputs(Phi, link, state, options)
+            break
         index, alpha_unit = ascent.model()
         order = np.argsort(index, kind="stable")
-        same = np.array_equal(index[order], active)
         active = index[order]
         alpha = alpha_unit[order] * scales[active] ** 2  # phi~_j = phi_j / scale_j
-        mode, chol, F = _mode(Phi, link, active, alpha, mode.mu if same else None)
-        # Bishop (2006) eq. 7.114 at the new mode
-        path.append(log_evidence_laplace(mode, alpha))
+        same = np.array_equal(active, state.active)
+        state = _State.at(Phi, link, active, alpha, state.mode.mu if same else None)
+        states = [*states[-3:], state]
+        path.append(state.log_evidence)
         if verbose:
             print(
                 f"[sequential] mode update after {steps} steps: M={active.size}, Laplace "
-                f"log evidence={path[-1]:.6f}"
+                f"log evidence={state.log_evidence:.6f}"
             )
-    S, Q = ascent.readd_gain_inputs()
-    end = End(S, Q, path[:-1], steps, converged)
-    return assemble(chol, mode.mu, F, link.t, active, alpha, 1.0, prior, link, True, end, N)
+        if _toggles(states):  # the better of the two, by the Laplace evidence
+            state = max(states[-2:], key=lambda s: s.log_evidence)
+            converged, S, Q = True, *_gain_inputs(Phi, link, state, options)
+            break
+    end = End(S, Q, path, steps, converged)
+    return assemble(
+        state.chol, state.mode.mu, state.F, link.t, state.active, state.alpha, 1.0, prior,
+        link, True, end, N,
+    )  # fmt: skip
 
 
-def _mode(
-    Phi: np.ndarray,
-    link: Bernoulli,
-    active: np.ndarray,
-    alpha: np.ndarray,
-    w0: np.ndarray | None,
-) -> tuple[LaplaceMode, np.ndarray, np.ndarray]:
-    """The mode of ``p(w | t, alpha)`` on the columns ``active`` (IRLS from ``w0``), the
-    factor of the Hessian there and the latent values ``F = Phi_a w*``."""
-    Phi_a = Phi[:, active]
-    mode = posterior_mode(Phi_a, link, alpha, w0)
-    F = Phi_a @ mode.mu
-    # Tipping (2001) eq. 25: the Hessian Phi^T B Phi + A at the mode
-    chol = hessian_factor(Phi_a, link.irls(F)[0], alpha)
-    return dataclasses.replace(mode, precision_chol=chol), chol, F
+@dataclasses.dataclass(frozen=True)
+class _State:
+    """A model (active columns, their ``alpha``) at its Laplace mode: the mode, the factor
+    of the Hessian there, the latent values ``F = Phi_a w*`` and the Laplace evidence."""
+
+    active: np.ndarray
+    alpha: np.ndarray
+    mode: LaplaceMode
+    chol: np.ndarray
+    F: np.ndarray
+    log_evidence: float
+
+    @classmethod
+    def at(cls, Phi, link, active, alpha, w0) -> _State:
+        """The mode of ``p(w | t, alpha)`` on the columns ``active`` (IRLS from ``w0``)."""
+        Phi_a = Phi[:, active]
+        mode = posterior_mode(Phi_a, link, alpha, w0)
+        F = Phi_a @ mode.mu
+        # Tipping (2001) eq. 25: the Hessian Phi^T B Phi + A at the mode
+        chol = hessian_factor(Phi_a, link.irls(F)[0], alpha)
+        mode = dataclasses.replace(mode, precision_chol=chol)
+        # Bishop (2006) eq. 7.114
+        return cls(active, alpha, mode, chol, F, log_evidence_laplace(mode, alpha))
+
+
+def _toggles(states: list[_State]) -> bool:
+    """Whether the last four states alternate between two active sets: a column that the
+    weighted problem at one mode adds and at the next deletes (``B`` moves with ``alpha``,
+    which the steps hold constant), twice."""
+    if len(states) < 4:
+        return False
+    a, b, c, d = (frozenset(s.active.tolist()) for s in states[-4:])
+    return a == c and b == d and a != b
+
+
+def _weighted_ascent(
+    Phi, link, state: _State, options: dict, budget: int
+) -> tuple[Ascent, np.ndarray]:
+    """The compiled ascent (noise fixed at 1) on the weighted problem at ``state``'s mode,
+    from ``state``'s model, and the column norms of that problem."""
+    B, target, scales = _weighted_problem(Phi, link, state.F)
+    if not state.active.size:
+        ascent = Ascent(B, target, 1.0, learn_noise=False, max_iter=budget, **options)
+        return ascent, scales
+    alpha_unit = state.alpha / scales[state.active] ** 2
+    ascent = Ascent.resume(
+        B, target, state.active, alpha_unit, 1.0, learn_noise=False, max_iter=budget,
+        **options,
+    )  # fmt: skip
+    return ascent, scales
+
+
+def _gain_inputs(Phi, link, state: _State, options: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``S, Q`` of every column on the weighted problem at ``state``'s mode, exact."""
+    return _weighted_ascent(Phi, link, state, options, 0)[0].readd_gain_inputs()
