@@ -10,18 +10,22 @@ precision: design ``B^1/2 Phi`` and target ``B^1/2 t^ = B^-1/2 (B F + t - y)``
 ``B^-1``. The compiled loop (:class:`~bayes_rvm.solvers._compiled.Ascent`, noise fixed)
 solves it to the certificate; the mode is then found again (IRLS over the active set,
 warm-started) and the next problem starts from the model the last one reached. The fit
-has converged when the problem weighed at the final mode needs no step: no single add,
-re-estimate or delete gains more than ``tol`` there. That is the fixed point of MacKay's
+has converged when the problem weighed at the final mode gains at most ``tol`` in all
+(its steps together), so that no single add, re-estimate or delete gains more than
+``tol`` there. That is the fixed point of MacKay's
 and EM's classification updates, which likewise hold ``B`` constant in ``alpha``; the
 Laplace evidence need not rise from one mode to the next on the way (Bishop 2006, eq.
 7.114 moves with ``B``).
 
 Holding ``B`` constant can leave no fixed point: a column that the problem at one mode
-adds and the problem at the next deletes, because the mode moves with it. When the
-active sets of four modes in a row alternate between two, the fit ends at the one of the
-two with the higher Laplace evidence, the objective itself deciding the step that the
-weighted problems disagree on; the ``S, Q`` it reports (re-add gains) are those of the
-weighted problem at that mode.
+adds and the problem at the next deletes, because the mode moves with it, or a longer
+cycle of such steps, or ``alpha`` that one problem moves and the next moves back. When a
+mode returns to the model of one of the last :data:`MAX_PERIOD` modes (the same active
+set, the Laplace evidence within ``tol``), or the active sets of the last ``2 p`` modes
+repeat with a period ``p`` of 2 to :data:`MAX_PERIOD`, the fit ends at the model of the
+cycle with the highest Laplace evidence, the objective itself deciding the steps that
+the weighted problems disagree on; the ``S, Q`` it reports (re-add gains) are those of
+the weighted problem at that mode.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ from bayes_rvm.solvers._compiled import Ascent, Status
 from bayes_rvm.solvers._schedule import Schedule
 
 __all__ = ["fit_bernoulli"]
+
+#: The longest cycle of active sets the mode loop recognises (module notes).
+MAX_PERIOD = 8
 
 
 def _weighted_problem(
@@ -79,7 +86,7 @@ def fit_bernoulli(
         "targets": TargetMoments.of(np.ones(N)),  # unit noise: the floor is never reached
     }  # fmt: skip
     state = _State.at(Phi, link, np.zeros(0, dtype=np.intp), np.zeros(0), None)  # y = 1/2
-    states = [state]  # the last four
+    states = [state]  # the last 2 MAX_PERIOD
     path: list[float] = []  # the Laplace evidence at each mode
     steps = 0
     while True:
@@ -88,8 +95,10 @@ def fit_bernoulli(
         if status == Status.NOT_PD:
             return None
         steps += ascent.steps
-        if status == Status.CONVERGED and ascent.steps == 0:
-            converged, S, Q = True, *ascent.readd_gain_inputs()  # exact at the state
+        # the ascent takes the best step first and every step gains: when all of them
+        # together gain at most tol, no single step from the state gained more
+        if status == Status.CONVERGED and ascent.log_evidence - ascent.path[0] <= tol:
+            converged, S, Q = True, *_gain_inputs(Phi, link, state, options)
             break
         if status != Status.CONVERGED:  # max_iter: the last state at its mode
             converged, S, Q = False, *_gain_inputs(Phi, link, state, options)
@@ -100,15 +109,16 @@ def fit_bernoulli(
         alpha = alpha_unit[order] * scales[active] ** 2  # phi~_j = phi_j / scale_j
         same = np.array_equal(active, state.active)
         state = _State.at(Phi, link, active, alpha, state.mode.mu if same else None)
-        states = [*states[-3:], state]
+        states = [*states[1 - 2 * MAX_PERIOD :], state]
         path.append(state.log_evidence)
         if verbose:
             print(
                 f"[sequential] mode update after {steps} steps: M={active.size}, Laplace "
                 f"log evidence={state.log_evidence:.6f}"
             )
-        if _toggles(states):  # the better of the two, by the Laplace evidence
-            state = max(states[-2:], key=lambda s: s.log_evidence)
+        cycle = _cycle(states, tol)
+        if cycle:  # the best of the cycle, by the Laplace evidence
+            state = max(cycle, key=lambda s: s.log_evidence)
             converged, S, Q = True, *_gain_inputs(Phi, link, state, options)
             break
     end = End(S, Q, path, steps, converged)
@@ -143,14 +153,23 @@ class _State:
         return cls(active, alpha, mode, chol, F, log_evidence_laplace(mode, alpha))
 
 
-def _toggles(states: list[_State]) -> bool:
-    """Whether the last four states alternate between two active sets: a column that the
-    weighted problem at one mode adds and at the next deletes (``B`` moves with ``alpha``,
-    which the steps hold constant), twice."""
-    if len(states) < 4:
-        return False
-    a, b, c, d = (frozenset(s.active.tolist()) for s in states[-4:])
-    return a == c and b == d and a != b
+def _cycle(states: list[_State], tol: float) -> list[_State]:
+    """The states of a cycle of the mode loop, or none: the last ``p + 1`` when the last
+    state repeats the one ``p`` modes before it (1 to :data:`MAX_PERIOD`: the same active
+    set, and Laplace evidence within ``tol``), or the last ``p`` when the active sets of
+    the last ``2 p`` states repeat with a period ``p`` of 2 to :data:`MAX_PERIOD`
+    (columns added and deleted in turn while the ``alpha`` drift). ``B`` moves with
+    ``alpha``, which each weighted problem holds constant."""
+    sets = [frozenset(s.active.tolist()) for s in states]
+    last = states[-1]
+    for p in range(1, min(MAX_PERIOD, len(states) - 1) + 1):
+        earlier = states[-1 - p]
+        if sets[-1 - p] == sets[-1] and abs(earlier.log_evidence - last.log_evidence) <= tol:
+            return states[-1 - p :]
+    for p in range(2, MAX_PERIOD + 1):
+        if len(sets) >= 2 * p and sets[-2 * p : -p] == sets[-p:] and len(set(sets[-p:])) > 1:
+            return states[-p:]
+    return []
 
 
 def _weighted_ascent(
