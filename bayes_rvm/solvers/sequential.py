@@ -9,7 +9,7 @@ time: add an inactive column, re-estimate an active ``alpha``, or delete an acti
 the action with the largest increase of the log evidence (ties go to the lowest column
 index).
 
-``fit`` chooses between these implementations:
+``fit`` chooses between three implementations:
 
 - Gaussian likelihood on a basis of at most :attr:`Schedule.dense_bytes` (``N n_basis``
   doubles): the compiled step loop (:mod:`bayes_rvm.solvers._compiled`,
@@ -17,16 +17,13 @@ index).
   noise fixed, from below the fixed value up to it), the best of the ascents of
   :attr:`Schedule.starts` (``n_starts`` of them: by default four, two on a reduced
   design) and a final certificate on exact ``S, Q`` (see :class:`Schedule`).
-- Bernoulli likelihood on a basis of at most :attr:`Schedule.dense_bytes`: the compiled
-  loop on one weighted Gaussian problem per Laplace mode (:mod:`._classify`).
-- Gaussian, learned noise, on a larger basis that is neither reduced (below) nor
-  compressible (its columns keep a squared residual above
-  :attr:`Schedule.working_residual` after the first block of
-  :func:`~bayes_rvm.solvers._crosses.compress`): the compiled loop on a working set of
+- The same on a larger basis that is neither reduced (below) nor compressible (its columns
+  keep a squared residual above :attr:`Schedule.working_residual` after the first block
+  of :func:`~bayes_rvm.solvers._crosses.compress`): the compiled loop on a working set of
   columns, certified on every column (:mod:`bayes_rvm.solvers._working_set`).
 - Otherwise (larger bases that compress, a fixed noise on a larger basis that is not
-  reduced, the Bernoulli likelihood on a larger basis) the large path, scheduled by
-  :class:`LargeSchedule` (below).
+  reduced, the Bernoulli likelihood) the large path, scheduled by :class:`LargeSchedule`
+  (below).
 
 A Gaussian fit whose basis is over :attr:`Schedule.dense_bytes` but has at least twice as
 many rows as columns first reduces the data (when the factor fits in
@@ -92,7 +89,6 @@ from bayes_rvm.solvers._base import (
     initial_noise_var,
     noise_var_floor,
 )
-from bayes_rvm.solvers._classify import fit_bernoulli
 from bayes_rvm.solvers._compiled import Status, ascend_dense
 from bayes_rvm.solvers._crosses import (
     CompressedCrosses,
@@ -192,15 +188,6 @@ def fit(
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
         # path's resolution test and joint Newton steps fit such bases
-    if link is not None and schedule.holds(basis.shape):
-        # in_memory: a one-vs-rest fit's shared kernel matrix and a binary fit's own hold
-        # the same numbers (a kernel matrix evaluated once per pair of inputs)
-        result = fit_bernoulli(
-            basis.in_memory().toarray(), link, prior=prior, tol=tol, max_iter=max_iter,
-            schedule=schedule, verbose=verbose,
-        )  # fmt: skip
-        if result is not None:
-            return result
     if link is not None and large.holds(basis.shape):
         basis = basis.in_memory()
         products = _Products.of(basis, Compression.none(basis, t), t, large, dense=True)
