@@ -64,13 +64,13 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     warm_X, warm_y, _ = make_problem("sinc-30", 1)
+    warm_Phi = KernelBasis(warm_X, RBF(0.25), bias=True).toarray()
     print("| problem | noise / learned | solver | fit s | RVs | converged | log evidence |")
     print("|---|---|---|---|---|---|---|")
     for problem in args.problems:
         X, y, gamma = make_problem(problem, 0)
         learned = float(RVR(gamma=gamma).fit(X, y).noise_var_)
         Phi = KernelBasis(X, RBF(gamma), bias=True).toarray()
-        warm_Phi = KernelBasis(warm_X, RBF(0.25), bias=True).toarray()
         for factor in args.factors:
             noise_var = factor * learned
             for label, options in _fits(args):

@@ -11,9 +11,9 @@ __all__ = ["LargeSchedule"]
 
 @dataclass(frozen=True)
 class LargeSchedule:
-    """The sequential solver's schedule for bases above :attr:`Schedule.dense_bytes`, a
-    fixed noise, and classification (``bayes_rvm.solvers.sequential.fit(...,
-    large_schedule=...)``).
+    """The sequential solver's schedule for bases above :attr:`Schedule.dense_bytes` that
+    are not reduced (noise learned or fixed), and for classification
+    (``bayes_rvm.solvers.sequential.fit(..., large_schedule=...)``).
 
     Attributes
     ----------

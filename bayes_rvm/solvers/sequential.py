@@ -127,9 +127,9 @@ def fit(
     log evidence by more than ``tol`` and (noise learned) the noise update at that point
     raised it by less than ``tol``. ``max_iter`` counts add / re-estimate / delete steps
     and noise updates. ``schedule`` is the compiled path's schedule (its ``dense_bytes``
-    decides which path a Gaussian fit with a learned noise takes), ``large_schedule`` the
+    decides which path a Gaussian fit takes), ``large_schedule`` the
     large path's (:class:`LargeSchedule`); ``None`` takes the defaults. ``n_starts``: the
-    number of :attr:`Schedule.starts` a Gaussian fit with a learned noise runs on a basis
+    number of :attr:`Schedule.starts` a Gaussian fit runs on a basis
     held in memory or reduced (see :func:`bayes_rvm.fit_type2`).
 
     Notes
