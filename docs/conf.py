@@ -18,12 +18,14 @@ Build (what the docs tier of ``scripts/check`` runs; no network needed)::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from sphinx.util import logging
@@ -35,6 +37,16 @@ sys.path.insert(0, str(ROOT))
 # the gallery's examples run in small mode: fewer draws, the same figures
 os.environ["BAYES_RVM_SMALL"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The kernels that execute the pages keep their own log to critical errors: ipykernel
+# logs a warning per kernel about unencrypted local TCP and, at shutdown, a ZMQError from
+# its IOPub thread closing first. Errors in cells still fail the build (MyST-NB).
+_KERNEL_PROFILE = Path(tempfile.mkdtemp(prefix="bayes-rvm-docs-ipython-"))
+(_KERNEL_PROFILE / "profile_default").mkdir()
+(_KERNEL_PROFILE / "profile_default" / "ipython_kernel_config.py").write_text(
+    'c.IPKernelApp.log_level = "CRITICAL"\n'
+)
+os.environ["IPYTHONDIR"] = str(_KERNEL_PROFILE)
+atexit.register(shutil.rmtree, _KERNEL_PROFILE, True)
 
 import bayes_rvm  # noqa: E402
 
