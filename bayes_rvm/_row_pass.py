@@ -1,6 +1,6 @@
 """Compiled passes over the rows of a matrix held in memory (numba).
 
-Imported on first use (:func:`bayes_rvm.basis.weighted_sq_norms`), so that importing the
+Imported on first use (:func:`bayes_rvm._blocks.weighted_sq_norms`), so that importing the
 package does not import numba.
 """
 

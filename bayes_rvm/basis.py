@@ -19,16 +19,20 @@ import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations_with_replacement
 
 import numpy as np
-from joblib import effective_n_jobs
-from scipy.linalg import blas, lapack
 from sklearn.cluster import kmeans_plusplus
 from sklearn.utils import check_random_state
-from threadpoolctl import threadpool_limits
 
+from bayes_rvm._blocks import (
+    in_threads,
+    reduce_blocks,
+    square_pairs,
+    symmetric_matrix,
+    symmetric_pass,
+    weighted_sq_norms,
+)
 from bayes_rvm._validation import call_user, check_design, real_values
 from bayes_rvm.kernels import Kernel
 
@@ -47,11 +51,6 @@ __all__ = [
 #: for the elementwise passes of the kernel evaluation to stay in cache: a 5000 x 5000
 #: RBF kernel took 74 ms in blocks of 200 columns (8 MB), 146 ms in blocks of 800.
 BLOCK_BYTES = 8 * 2**20
-
-#: The square blocks of a pass over a symmetric kernel matrix are summed in this many
-#: groups, the unit of its threads (:meth:`KernelBasis._symmetric_pass`): a pass in
-#: ``n_jobs`` threads uses at most this many, and gives the bits of one thread.
-PASS_GROUPS = 4
 
 #: With inputs that are not in memory (a dask array), ``centres=n`` runs k-means++ on
 #: ``KMEANS_SAMPLE * n`` rows drawn uniformly at random (all rows if fewer).
@@ -111,73 +110,13 @@ def choose_centres(X, centres, random_state=None) -> np.ndarray | None:
     return centres
 
 
-def weighted_sq_norms(Phi: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-    """``diag(Phi^T W Phi)`` for ``W = diag(weights)`` (the identity when ``None``).
-
-    With weights and a C-ordered ``Phi``, one compiled pass over the rows
-    (:func:`bayes_rvm._row_pass.row_weighted_sq_norms`); the three-operand ``einsum`` it
-    replaces gives the same bits in 2.5 times the time."""
-    if weights is None:
-        return np.einsum("ij,ij->j", Phi, Phi)
-    if Phi.flags.c_contiguous:
-        from bayes_rvm._row_pass import row_weighted_sq_norms  # numba, on first use
-
-        return row_weighted_sq_norms(Phi, weights)
-    return np.einsum("ij,ij,i->j", Phi, Phi, weights)
-
-
-def fold_rows(R: np.ndarray, rows: np.ndarray, triangular: bool = False) -> np.ndarray:
-    """The upper-triangular factor of ``[R; rows]``: ``R'`` with ``R'^T R' = R^T R +
-    rows^T rows``.
-
-    One Householder QR of the stacked matrix that exploits the triangle of ``R`` (LAPACK
-    ``dtpqrt``, ``2 n^2 m`` flops for ``m`` rows of ``n`` columns); ``Q`` is not formed.
-    ``triangular``: ``rows`` is itself upper triangular and square (another factor), which
-    LAPACK exploits too. ``R`` and ``rows`` may be overwritten; the strictly lower triangle
-    of ``R`` is neither read nor written (zero stays zero).
-    """
-    n = R.shape[1]
-    if rows.shape[0] == 0:
-        return R
-    R, _, _, info = lapack.dtpqrt(
-        n if triangular else 0,
-        min(64, n),
-        np.asfortranarray(R),
-        np.asfortranarray(rows),
-        overwrite_a=1,
-        overwrite_b=1,
-    )
-    if info != 0:  # only an invalid argument makes dtpqrt fail
-        raise RuntimeError(f"LAPACK dtpqrt failed with info={info}")
-    return R  # dtpqrt leaves the strictly lower triangle as it was
-
-
-def _reduce_blocks(blocks: Iterable[np.ndarray], n_columns: int) -> np.ndarray:
-    """The upper-triangular factor of the row blocks stacked (each ``(rows, n_columns)``)."""
-    R = np.zeros((n_columns, n_columns), order="F")
-    for block in blocks:
-        R = fold_rows(R, block)
-    return R
-
-
-def in_threads(work: Callable, tasks: list, n_jobs: int | None) -> list:
-    """``[work(task) for task in tasks]``, in ``n_jobs`` threads (joblib's convention:
-    ``None`` one, ``-1`` every core) of one BLAS thread each when there are several: for
-    blocks of a basis, whose kernel evaluations and products release the GIL."""
-    jobs = min(effective_n_jobs(n_jobs), len(tasks))
-    if jobs <= 1:
-        return [work(task) for task in tasks]
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(work, tasks))
-
-
 class Basis(ABC):
     """What a solver needs of a design matrix ``Phi`` of shape ``(n_rows, n_columns)``."""
 
     n_rows: int
     n_columns: int
-    #: Threads for work over blocks of its columns (:func:`in_threads`; ``None``: one); a
-    #: basis that wraps another takes the other's.
+    #: Threads for work over blocks of its columns (:func:`~bayes_rvm._blocks.in_threads`;
+    #: ``None``: one); a basis that wraps another takes the other's.
     n_jobs: int | None = None
 
     @property
@@ -218,9 +157,9 @@ class Basis(ABC):
         return DenseBasis(self.toarray())
 
     def scaled_in_memory(self, scales: np.ndarray) -> Basis:
-        """``Phi / scales`` as a matrix in memory: :meth:`in_memory` of the scaled basis,
-        whose ``toarray`` takes :meth:`scaled_array` when there is one."""
-        return DenseBasis(ScaledBasis(self, scales).toarray())
+        """``Phi / scales`` as a matrix in memory: a :class:`DenseBasis` of
+        :meth:`scaled_array` when there is one, else of the columns scaled in blocks."""
+        return DenseBasis(self._filled(scales))
 
     def row_products(
         self, idx, V: np.ndarray, weights: np.ndarray
@@ -242,11 +181,19 @@ class Basis(ABC):
     def toarray(self) -> np.ndarray:
         """The whole matrix (``n_rows x n_columns`` floats: beware of large ``n_rows``),
         filled in blocks of at most :data:`BLOCK_BYTES` columns (no second full copy)."""
+        return self._filled(None)
+
+    def _filled(self, scales: np.ndarray | None) -> np.ndarray:
+        """``Phi`` (``Phi / scales`` with scales: :meth:`scaled_array` when there is one) as
+        a new array filled in blocks of at most :data:`BLOCK_BYTES` columns."""
+        if scales is not None and (held := self.scaled_array(scales)) is not None:
+            return held
         out = np.empty(self.shape)
         step = max(1, BLOCK_BYTES // (8 * max(1, self.n_rows)))
         for start in range(0, self.n_columns, step):
             stop = min(start + step, self.n_columns)
-            out[:, start:stop] = self.columns(np.arange(start, stop))
+            block = self.columns(np.arange(start, stop))
+            out[:, start:stop] = block if scales is None else block / scales[start:stop]
         return out
 
     def reduce(self, t: np.ndarray, row_scale: np.ndarray | None = None) -> np.ndarray:
@@ -255,8 +202,8 @@ class Basis(ABC):
         Returns the upper-triangular ``(n + 1) x (n + 1)`` matrix ``R_aug = [[R, z], [0,
         r]]`` (``n = n_columns``) of a QR factorisation ``[D Phi | t] = Q R_aug``, with
         ``D = diag(row_scale)`` (the identity when ``None``), computed in blocks of rows
-        (:func:`fold_rows`; ``Q`` is never formed). Then ``R^T R = Phi^T D^2 Phi``,
-        ``R^T z = Phi^T D t`` and ``z^T z + r^2 = t^T t``: everything a Gaussian
+        (:func:`~bayes_rvm._blocks.fold_rows`; ``Q`` is never formed). Then ``R^T R =
+        Phi^T D^2 Phi``, ``R^T z = Phi^T D t`` and ``z^T z + r^2 = t^T t``: everything a Gaussian
         likelihood needs of the data besides the number of rows (Tipping 2001, eq. 12-13,
         36 and 46). The design ``[R; 0]`` with target ``[z; r]`` has ``n + 1`` rows and the
         same products; it has the same column norms as ``Phi``. No Gram matrix is
@@ -276,7 +223,7 @@ class Basis(ABC):
         """
         t = self._row_vector(t, "t")
         row_scale = None if row_scale is None else self._row_vector(row_scale, "row_scale")
-        return _reduce_blocks(self._augmented_blocks(t, row_scale), self.n_columns + 1)
+        return reduce_blocks(self._augmented_blocks(t, row_scale), self.n_columns + 1)
 
     def _row_vector(self, values, name: str) -> np.ndarray:
         values = np.asarray(values, dtype=np.float64)
@@ -329,89 +276,6 @@ class DenseBasis(Basis):
 
     def scaled_array(self, scales: np.ndarray) -> np.ndarray:
         return self.Phi / scales
-
-    def in_memory(self) -> Basis:
-        return self
-
-
-class SymmetricScaledBasis(Basis):
-    """``Phi = [K | T] D^-1`` in memory, held as a symmetric kernel matrix ``K`` (the
-    kernel of the inputs with themselves), the other columns ``T`` (bias, extra columns)
-    and the scales ``D``.
-
-    A product ``Phi^T v`` with one vector (the column fetches of the sequential
-    classification path) reads one triangle of ``K`` (BLAS ``dsymv``). At ``N`` in the
-    thousands such a product is bound by memory traffic, so reading half the matrix
-    halves its time. Products with several vectors are matrix products over the whole
-    of ``K``. Columns and rows of ``K`` are the same values (``K`` is exactly
-    symmetric: :meth:`KernelBasis.scaled_in_memory` writes each block once and mirrors
-    it), so a column is read as a contiguous row.
-
-    Parameters
-    ----------
-    K : ndarray of shape (n, n)
-        C-ordered and exactly symmetric.
-    tail : ndarray of shape (n, p)
-        The columns after the kernel columns.
-    scales : ndarray of shape (n + p,)
-        Positive column scales.
-    """
-
-    def __init__(self, K: np.ndarray, tail: np.ndarray, scales: np.ndarray):
-        self.K, self.tail = K, tail
-        self.scales = np.asarray(scales, dtype=np.float64)
-        self.n_rows = K.shape[0]
-        self.n_columns = self.n_rows + tail.shape[1]
-
-    def columns(self, idx) -> np.ndarray:
-        idx = np.asarray(idx, dtype=np.intp)
-        kernel = idx < self.n_rows
-        out = np.empty((self.n_rows, idx.size))
-        out[:, kernel] = self.K[idx[kernel]].T  # rows of K: its columns
-        out[:, ~kernel] = self.tail[:, idx[~kernel] - self.n_rows]
-        out /= self.scales[idx]
-        return out
-
-    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
-        V = np.asarray(V, dtype=np.float64)
-        if V.ndim == 1 or V.shape[1] == 1:
-            # K.T is K, Fortran-ordered: BLAS reads it in place
-            head = blas.dsymv(1.0, self.K.T, V.reshape(-1)).reshape((-1, *V.shape[1:]))
-        else:
-            head = self.K.T @ V
-        products = np.concatenate([head, self.tail.T @ V])
-        return products / self.scales.reshape((-1,) + (1,) * (V.ndim - 1))
-
-    def transpose_dot_with_norms(
-        self, V: np.ndarray, weights: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return self.transpose_dot(V), self._norms(self.K, self.tail, weights)
-
-    def sq_norms(self) -> np.ndarray:
-        return self._norms(self.K, self.tail, None)
-
-    def row_products(
-        self, idx, V: np.ndarray, weights: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of ``K`` and ``T`` as they are held (a copy of the rows alone), the
-        scales applied to the products."""
-        idx = np.asarray(idx, dtype=np.intp)
-        K, tail = self.K[idx], self.tail[idx]
-        products = np.concatenate([K.T @ V, tail.T @ V]) / self.scales[:, None]
-        return products, self._norms(K, tail, weights)
-
-    def _norms(self, K: np.ndarray, tail: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-        """``diag(Phi^T W Phi)`` over the rows of ``[K | T]`` given."""
-        norms = np.concatenate([weighted_sq_norms(K, weights), weighted_sq_norms(tail, weights)])
-        return norms / self.scales**2
-
-    def toarray(self) -> np.ndarray:
-        """The whole matrix, a new array."""
-        out = np.empty(self.shape)
-        out[:, : self.n_rows] = self.K
-        out[:, self.n_rows :] = self.tail
-        out /= self.scales
-        return out
 
     def in_memory(self) -> Basis:
         return self
@@ -519,7 +383,8 @@ class KernelBasis(Basis):
         each thread with one BLAS thread. ``None``: one; ``-1``: every core (joblib's
         convention). The results are those of one thread to the last bit: each block of
         columns writes rows of its own, and the square blocks of a symmetric ``k(X, X)``
-        are summed in :data:`PASS_GROUPS` fixed groups (at most that many threads).
+        are summed in :data:`~bayes_rvm._blocks.PASS_GROUPS` fixed groups (at most that
+        many threads).
     """
 
     def __init__(
@@ -622,7 +487,13 @@ class KernelBasis(Basis):
         product = None if V is None else np.empty((self.n_columns, *V.shape[1:]))
         norms = np.empty(self.n_columns) if with_norms else None
         if self._symmetric_square:
-            self._symmetric_pass(V, weights, product, norms)
+            # each pair of inputs evaluated once, in fixed groups of blocks: any n_jobs
+            pairs = list(square_pairs(self.n_centres, self._square))
+            outs = (
+                None if product is None else product[: self.n_centres],
+                None if norms is None else norms[: self.n_centres],
+            )
+            symmetric_pass(self._square_blocks, pairs, V, weights, outs, self.n_jobs)
         else:
 
             def column_block(start: int) -> None:
@@ -648,75 +519,10 @@ class KernelBasis(Basis):
             norms[tail:] = weighted_sq_norms(self._extra_values, weights)
         return product, norms
 
-    def _symmetric_pass(self, V, weights, product, norms) -> None:
-        """The kernel columns of :meth:`_pass` when ``k(X, X)`` is a symmetric matrix: each
-        square block ``K_IJ``, ``I <= J``, is evaluated once and serves the columns ``J``
-        (through its rows ``I``) and, off the diagonal, the columns ``I`` (rows ``J``),
-        so a pass evaluates about half the kernel values. The blocks (in row-major order)
-        are dealt to :data:`PASS_GROUPS` groups in turn; each group sums its blocks into
-        arrays of its own (the first into the results), and the groups' sums are added
-        in group order, whether the groups run one after another or in :attr:`n_jobs`
-        threads: the same bits with any number of threads. With at most as many blocks
-        as groups (``N`` up to twice the side of a block of :data:`BLOCK_BYTES`) that is
-        the sum in row-major order, and with one block the column-block pass, to the
-        last digit."""
-        n = self.n_centres
-        pairs = list(self._square_pairs())
-        groups = [pairs[g::PASS_GROUPS] for g in range(min(PASS_GROUPS, len(pairs)))]
-        outs = tuple(out if out is None else out[:n] for out in (product, norms))
-        for out in outs:
-            if out is not None:
-                out[...] = 0.0
-
-        def accumulate(g: int) -> tuple:
-            own = (
-                outs
-                if g == 0
-                else tuple(out if out is None else np.zeros_like(out) for out in outs)
-            )
-            own_product, own_norms = own
-            for left, right, K in self._square_blocks(groups[g]):
-                mirrored = left != right
-                if own_product is not None:
-                    own_product[right] += K.T @ V[left]
-                    if mirrored:
-                        own_product[left] += K @ V[right]
-                if own_norms is not None:
-                    own_norms[right] += weighted_sq_norms(
-                        K, None if weights is None else weights[left]
-                    )
-                    if mirrored:
-                        own_norms[left] += weighted_sq_norms(
-                            K.T, None if weights is None else weights[right]
-                        )
-            return own
-
-        def add(part: tuple) -> None:
-            for out, summand in zip(outs, part, strict=True):
-                if out is not None:
-                    out += summand
-
-        if effective_n_jobs(self.n_jobs) > 1:
-            for part in in_threads(accumulate, list(range(len(groups))), self.n_jobs)[1:]:
-                add(part)
-        else:  # one group's arrays at a time
-            for g in range(len(groups)):
-                part = accumulate(g)
-                if g:
-                    add(part)
-
-    def _square_pairs(self):
-        """``(I, J)`` for the square blocks ``I <= J`` of ``k(X, X)``, sides of ``_square``
-        rows, in row-major order: each pair of inputs once."""
-        n, step = self.n_centres, self._square
-        for i in range(0, n, step):
-            for j in range(i, n, step):
-                yield slice(i, min(i + step, n)), slice(j, min(j + step, n))
-
-    def _square_blocks(self, pairs: Iterable | None = None):
-        """``(I, J, k(X_I, X_J))`` for the blocks ``pairs`` (default: every block of
-        :meth:`_square_pairs`), each evaluated as it is reached."""
-        for left, right in self._square_pairs() if pairs is None else pairs:
+    def _square_blocks(self, pairs: Iterable[tuple[slice, slice]]):
+        """``(I, J, k(X_I, X_J))`` for the square blocks ``pairs`` of ``k(X, X)`` (from
+        :func:`~bayes_rvm._blocks.square_pairs`), each evaluated as it is reached."""
+        for left, right in pairs:
             yield left, right, self._kernel(self.X[left], self.X[right])
 
     def _augmented_blocks(self, t: np.ndarray, row_scale: np.ndarray | None):
@@ -767,14 +573,10 @@ class KernelBasis(Basis):
         if not self._symmetric_square:
             return super().scaled_in_memory(scales)
         n = self.n_centres
-        K = np.empty((n, n))
-        for left, right, block in self._square_blocks():  # each once, and its mirror image
-            if left == right:  # a diagonal block: its upper triangle, mirrored
-                block = np.triu(block) + np.triu(block, 1).T
-            else:
-                K[right, left] = block.T
-            K[left, right] = block
+        K = symmetric_matrix(n, self._square_blocks(square_pairs(n, self._square)))
         tail = self.columns(np.arange(n, self.n_columns))  # the bias and extra columns
+        from bayes_rvm._basis_views import SymmetricScaledBasis  # a view of a basis
+
         return SymmetricScaledBasis(K, tail, scales)
 
     def transpose_dot(self, V: np.ndarray) -> np.ndarray:
@@ -787,59 +589,6 @@ class KernelBasis(Basis):
 
     def sq_norms(self) -> np.ndarray:
         return self._pass(None, True)[1]
-
-
-class HeldKernelBasis(KernelBasis):
-    """A :class:`KernelBasis` whose squared column norms and matrix of scaled columns
-    ``Phi / scales`` are computed once and held, for several fits that each need them
-    (the binary classifiers of a one-vs-rest :class:`~bayes_rvm.RVC`: every fit works
-    on the columns divided by their norms, and the classification path holds that
-    matrix). The values are those a fit of the lazy basis alone holds (its own pass for
-    the norms; :meth:`scaled_in_memory` of the basis it fits, :meth:`evaluated`: a
-    small basis as its matrix); columns, products and :meth:`toarray` are still
-    evaluated lazily. :meth:`restrict` returns a :class:`FittedBasis` that holds only
-    the kept centres.
-
-    Parameters
-    ----------
-    basis : KernelBasis
-    sq_norms : ndarray of shape (n_columns,)
-        ``basis.sq_norms()``.
-    scales : ndarray of shape (n_columns,)
-        The column scales the fits will divide by
-        (:func:`bayes_rvm.solvers._fit.column_scales` of the basis).
-    """
-
-    def __init__(self, basis: KernelBasis, sq_norms: np.ndarray, scales: np.ndarray):
-        vars(self).update(vars(basis))
-        self._norms = np.array(sq_norms, dtype=np.float64)
-        self._scales = np.array(scales, dtype=np.float64)
-        self._held = basis.evaluated().scaled_in_memory(self._scales)
-        for values in (self._norms, self._scales, *vars(self._held).values()):
-            if isinstance(values, np.ndarray):
-                values.flags.writeable = False
-
-    def sq_norms(self) -> np.ndarray:
-        return self._norms
-
-    def evaluated(self) -> Basis:
-        """This basis: it holds its norms and scaled matrix already."""
-        return self
-
-    def scaled_in_memory(self, scales: np.ndarray) -> Basis:
-        """The held matrix (read-only) for the scales it was made with, else a new one
-        made as the lazy basis makes it."""
-        if np.array_equal(scales, self._scales):
-            return self._held
-        return super().scaled_in_memory(scales)
-
-    def scaled_array(self, scales: np.ndarray) -> np.ndarray:
-        """The held matrix as an array for the scales it was made with (the held array
-        itself when it is one, read-only), else a new one evaluated as the lazy basis
-        does."""
-        if np.array_equal(scales, self._scales):
-            return self._held.toarray()
-        return super().scaled_array(scales)
 
 
 def _kernel_values(kernel, X: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -1005,104 +754,6 @@ class FittedBasis:
                 f"got {full.n_rows}"
             )
         return full
-
-
-class ScaledBasis(Basis):
-    """The columns of another basis divided by positive numbers, ``Phi D^-1``.
-
-    Evaluated through the wrapped basis (a kernel basis stays lazy). :func:`bayes_rvm.fit_type2`
-    fits on unit-norm columns so that the solvers' thresholds are relative to the data.
-    ``base_sq_norms``, the squared column norms of the wrapped basis when the caller has
-    them (``fit_type2`` computed them to choose the scales), spares every later pass the
-    norms: ``sq_norms`` and ``transpose_dot_with_norms`` (unweighted) return
-    ``base_sq_norms / scales^2``, the values a pass would compute.
-    """
-
-    def __init__(self, basis: Basis, scales: np.ndarray, base_sq_norms: np.ndarray | None = None):
-        self.basis = basis
-        self.scales = np.asarray(scales, dtype=np.float64)
-        self.n_rows, self.n_columns = basis.shape
-        self.n_jobs = basis.n_jobs
-        self._sq_norms = None
-        if base_sq_norms is not None:
-            # scales far below 1 square to 0; the fit then refuses the basis by its range
-            with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
-                self._sq_norms = base_sq_norms / self.scales**2
-
-    def columns(self, idx) -> np.ndarray:
-        idx = np.asarray(idx, dtype=np.intp)
-        return self.basis.columns(idx) / self.scales[idx]
-
-    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
-        products = self.basis.transpose_dot(V)
-        return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
-
-    def toarray(self) -> np.ndarray:
-        held = self.basis.scaled_array(self.scales)
-        return super().toarray() if held is None else held
-
-    def in_memory(self) -> Basis:
-        return self.basis.scaled_in_memory(self.scales)
-
-    def sq_norms(self) -> np.ndarray:
-        if self._sq_norms is not None:
-            return self._sq_norms
-        return self.basis.sq_norms() / self.scales**2
-
-    def transpose_dot_with_norms(
-        self, V: np.ndarray, weights: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        if weights is None and self._sq_norms is not None:
-            return self.transpose_dot(V), self._sq_norms
-        products, norms = self.basis.transpose_dot_with_norms(V, weights)
-        shape = (-1,) + (1,) * (products.ndim - 1)
-        return products / self.scales.reshape(shape), norms / self.scales**2
-
-    def reduce(self, t: np.ndarray, row_scale: np.ndarray | None = None) -> np.ndarray:
-        # [D Phi S^-1 | t] = Q R_aug diag(S^-1, 1): the factor's columns scaled alike
-        R = self.basis.reduce(t, row_scale)
-        R[:, :-1] /= self.scales
-        return R
-
-
-class RowWeightedBasis(Basis):
-    """The rows of another basis multiplied by ``sqrt(w_n)``, ``W^(1/2) Phi``.
-
-    A Gaussian likelihood with per-row noise precision ``beta w_n`` is the plain one on
-    ``W^(1/2) Phi`` and ``W^(1/2) t`` (:func:`bayes_rvm.fit_type2` with ``sample_weight``).
-    """
-
-    def __init__(self, basis: Basis, weights: np.ndarray):
-        self.basis = basis
-        self.weights = np.asarray(weights, dtype=np.float64)
-        self.root = np.sqrt(self.weights)
-        self.n_rows, self.n_columns = basis.shape
-        self.n_jobs = basis.n_jobs
-
-    def _rows(self, V: np.ndarray) -> np.ndarray:
-        V = np.asarray(V, dtype=np.float64)
-        return V * self.root.reshape((-1,) + (1,) * (V.ndim - 1))
-
-    def columns(self, idx) -> np.ndarray:
-        return self._rows(self.basis.columns(idx))
-
-    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
-        return self.basis.transpose_dot(self._rows(V))
-
-    def sq_norms(self) -> np.ndarray:
-        return self.basis.transpose_dot_with_norms(np.zeros(self.n_rows), self.weights)[1]
-
-    def transpose_dot_with_norms(
-        self, V: np.ndarray, weights: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        combined = self.weights if weights is None else self.weights * weights
-        return self.basis.transpose_dot_with_norms(self._rows(V), combined)
-
-    def reduce(self, t: np.ndarray, row_scale: np.ndarray | None = None) -> np.ndarray:
-        t = self._row_vector(t, "t")
-        if row_scale is not None:
-            row_scale = self.root * self._row_vector(row_scale, "row_scale")
-        return self.basis.reduce(t, self.root if row_scale is None else row_scale)
 
 
 def as_basis(Phi) -> Basis:

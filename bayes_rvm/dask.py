@@ -27,8 +27,9 @@ import dask
 import dask.array as da
 import numpy as np
 
+from bayes_rvm._blocks import fold_rows
 from bayes_rvm._validation import check_design
-from bayes_rvm.basis import Basis, ExtraColumns, KernelBasis, fold_rows
+from bayes_rvm.basis import Basis, ExtraColumns, KernelBasis
 from bayes_rvm.kernels import Kernel
 
 __all__ = ["DaskKernelBasis", "check_dask_inputs"]
@@ -172,7 +173,7 @@ class DaskKernelBasis(KernelBasis):
     def reduce(self, t: np.ndarray, row_scale: np.ndarray | None = None) -> np.ndarray:
         """:meth:`~bayes_rvm.basis.Basis.reduce` on the cluster: one task per row chunk
         factors its rows of ``[D Phi | t]``, and the factors are folded pairwise in a tree
-        (:func:`~bayes_rvm.basis.fold_rows`). Only ``(n + 1) x (n + 1)`` factors travel;
+        (:func:`~bayes_rvm._blocks.fold_rows`). Only ``(n + 1) x (n + 1)`` factors travel;
         ``t`` and ``row_scale`` go to the workers a chunk's share each."""
         t = self._row_vector(t, "t")
         row_scale = None if row_scale is None else self._row_vector(row_scale, "row_scale")

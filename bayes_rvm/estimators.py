@@ -17,6 +17,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, clone
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import check_is_fitted
 
+from bayes_rvm._basis_views import HeldKernelBasis
 from bayes_rvm._estimator_base import _BaseRVM
 from bayes_rvm._progress import ProgressLine
 from bayes_rvm._validation import (
@@ -34,7 +35,7 @@ from bayes_rvm._validation import (
     validate_parameters,
 )
 from bayes_rvm.augmented import augmented_predictive, default_alpha_star
-from bayes_rvm.basis import BLOCK_BYTES, HeldKernelBasis, KernelBasis
+from bayes_rvm.basis import BLOCK_BYTES, KernelBasis
 from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
 from bayes_rvm.solvers import Prior
 from bayes_rvm.solvers._fit import column_scales
@@ -665,7 +666,7 @@ or callable, default="rbf"
         When each fit would hold the whole matrix of its scaled columns (the sequential
         solver's classification path holds a basis that ``LargeSchedule.holds``), that
         matrix and the column norms are computed once here and shared
-        (``bayes_rvm.basis.HeldKernelBasis``; with ``n_jobs``, joblib passes the matrix
+        (``bayes_rvm._basis_views.HeldKernelBasis``; with ``n_jobs``, joblib passes the matrix
         to the workers as a memory map)."""
         K = self.classes_.size
         template = self._binary(centres)

@@ -8,15 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from bayes_rvm.basis import (
-    DenseBasis,
-    ExtraColumns,
-    KernelBasis,
-    ScaledBasis,
-    SymmetricScaledBasis,
-    as_basis,
-    weighted_sq_norms,
-)
+from bayes_rvm._basis_views import RowWeightedBasis, ScaledBasis, SymmetricScaledBasis
+from bayes_rvm._blocks import weighted_sq_norms
+from bayes_rvm.basis import DenseBasis, ExtraColumns, KernelBasis, as_basis
 from bayes_rvm.kernels import RBF, CallableKernel, Laplacian, Linear, LinearSpline, Polynomial
 
 
@@ -94,7 +88,7 @@ def test_passes_in_threads(basis, rng, jobs, monkeypatch):
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from bayes_rvm import basis as basis_module
+    from bayes_rvm import _blocks
 
     B, dense = basis
     threaded = copy.copy(B)
@@ -110,7 +104,7 @@ def test_passes_in_threads(basis, rng, jobs, monkeypatch):
         seen.add(threading.get_ident())
         return KernelBasis._kernel(threaded, X, centres)
 
-    monkeypatch.setattr(basis_module, "ThreadPoolExecutor", Recording)
+    monkeypatch.setattr(_blocks, "ThreadPoolExecutor", Recording)
     threaded._kernel = kernel
     V, w = rng.normal(size=(23, 3)), rng.uniform(0.0, 0.25, size=23)
     product, norms = threaded.transpose_dot_with_norms(V, weights=w)
@@ -186,7 +180,6 @@ def test_wrapped_basis_fills_its_matrix_in_column_blocks(basis, rng, monkeypatch
     blocks of a few columns equals the dense matrix: every block lands in its own
     columns."""
     from bayes_rvm import basis as basis_module
-    from bayes_rvm.basis import RowWeightedBasis
 
     B, dense = basis
     monkeypatch.setattr(basis_module, "BLOCK_BYTES", 8 * 23 * 3)  # blocks of 3 columns
@@ -309,8 +302,6 @@ def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
 def test_a_wrapping_basis_takes_the_threads_of_the_wrapped_one(rng):
     """``fit_type2`` hands the solvers a ``ScaledBasis`` (of a ``RowWeightedBasis`` with
     sample weights): the working set reads ``n_jobs`` from it."""
-    from bayes_rvm.basis import RowWeightedBasis
-
     B = KernelBasis(rng.normal(size=(9, 2)), RBF(0.5), n_jobs=2)
     weighted = RowWeightedBasis(B, np.ones(9))
     assert weighted.n_jobs == 2

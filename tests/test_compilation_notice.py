@@ -10,7 +10,7 @@ from bayes_rvm._progress import COMPILING
 # A weighted design's row pass is compiled code of the package that compiles in about a
 # second: the same mechanism as the solver's step loop, at a fraction of its cost.
 CODE = (
-    "import numpy as np; from bayes_rvm.basis import weighted_sq_norms; "
+    "import numpy as np; from bayes_rvm._blocks import weighted_sq_norms; "
     "weighted_sq_norms(np.ones((3, 2)), np.ones(3))"
 )
 

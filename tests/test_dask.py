@@ -13,7 +13,8 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from bayes_rvm import RVC, RVR  # noqa: E402
-from bayes_rvm.basis import DenseBasis, KernelBasis, ScaledBasis  # noqa: E402
+from bayes_rvm._basis_views import ScaledBasis  # noqa: E402
+from bayes_rvm.basis import DenseBasis, KernelBasis  # noqa: E402
 from bayes_rvm.dask import DaskKernelBasis  # noqa: E402
 from bayes_rvm.kernels import RBF  # noqa: E402
 from bayes_rvm.solvers import sequential  # noqa: E402

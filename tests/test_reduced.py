@@ -16,7 +16,8 @@ import pytest
 from scipy.linalg import cholesky, solve_triangular
 
 from bayes_rvm import basis as basis_module
-from bayes_rvm.basis import DenseBasis, KernelBasis, RowWeightedBasis, ScaledBasis
+from bayes_rvm._basis_views import RowWeightedBasis, ScaledBasis
+from bayes_rvm.basis import DenseBasis, KernelBasis
 from bayes_rvm.evidence import LOG_2PI, Prior, column_gain, own_sparsity_quality
 from bayes_rvm.kernels import RBF
 from bayes_rvm.solvers import em, mackay, sequential

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from bayes_rvm import RVC, RVR
+from bayes_rvm._basis_views import HeldKernelBasis, ScaledBasis, SymmetricScaledBasis
 from bayes_rvm._progress import ProgressLine
-from bayes_rvm.basis import HeldKernelBasis, KernelBasis, ScaledBasis, SymmetricScaledBasis
+from bayes_rvm.basis import KernelBasis
 from bayes_rvm.kernels import RBF
 from bayes_rvm.solvers import Prior
 from bayes_rvm.solvers._fit import column_scales

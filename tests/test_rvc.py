@@ -13,7 +13,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from bayes_rvm import RVC, RVR, datasets, fit_type2, laplace
-from bayes_rvm.basis import KernelBasis, ScaledBasis, as_basis
+from bayes_rvm._basis_views import ScaledBasis
+from bayes_rvm.basis import KernelBasis, as_basis
 from bayes_rvm.evidence import Prior, column_gain, delta_add, own_sparsity_quality
 from bayes_rvm.kernels import RBF
 from bayes_rvm.laplace import Bernoulli, log_evidence_laplace, posterior_mode

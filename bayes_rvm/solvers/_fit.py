@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from bayes_rvm._basis_views import RowWeightedBasis, ScaledBasis
 from bayes_rvm._validation import (
     check_noise_var,
     check_positive_int,
@@ -19,7 +20,7 @@ from bayes_rvm._validation import (
     check_target,
     lookup,
 )
-from bayes_rvm.basis import Basis, RowWeightedBasis, ScaledBasis, as_basis
+from bayes_rvm.basis import Basis, as_basis
 from bayes_rvm.evidence import LOG_2PI, Prior
 from bayes_rvm.likelihoods import get_likelihood
 from bayes_rvm.solvers import em, mackay, sequential

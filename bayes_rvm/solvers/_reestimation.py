@@ -18,7 +18,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from bayes_rvm import _linalg, laplace
-from bayes_rvm.basis import Basis, weighted_sq_norms
+from bayes_rvm._blocks import weighted_sq_norms
+from bayes_rvm.basis import Basis
 from bayes_rvm.evidence import (
     Prior,
     column_gain,

@@ -49,7 +49,8 @@ import dataclasses
 import numpy as np
 from scipy import linalg
 
-from bayes_rvm.basis import Basis, in_threads
+from bayes_rvm._blocks import in_threads
+from bayes_rvm.basis import Basis
 from bayes_rvm.evidence import (
     column_gain,
     delta_add,

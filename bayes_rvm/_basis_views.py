@@ -1,0 +1,248 @@
+"""Views of a basis that the fits work on: its columns scaled to unit norm
+(:class:`ScaledBasis`), its rows weighted (:class:`RowWeightedBasis`), the RVM's kernel
+matrix held once as a symmetric matrix (:class:`SymmetricScaledBasis`), and a kernel
+basis whose norms and scaled matrix several fits share (:class:`HeldKernelBasis`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import blas
+
+from bayes_rvm._blocks import weighted_sq_norms
+from bayes_rvm.basis import Basis, KernelBasis
+
+__all__ = ["HeldKernelBasis", "RowWeightedBasis", "ScaledBasis", "SymmetricScaledBasis"]
+
+
+class ScaledBasis(Basis):
+    """The columns of another basis divided by positive numbers, ``Phi D^-1``.
+
+    Evaluated through the wrapped basis (a kernel basis stays lazy). :func:`bayes_rvm.fit_type2`
+    fits on unit-norm columns so that the solvers' thresholds are relative to the data.
+    ``base_sq_norms``, the squared column norms of the wrapped basis when the caller has
+    them (``fit_type2`` computed them to choose the scales), spares every later pass the
+    norms: ``sq_norms`` and ``transpose_dot_with_norms`` (unweighted) return
+    ``base_sq_norms / scales^2``, the values a pass would compute.
+    """
+
+    def __init__(self, basis: Basis, scales: np.ndarray, base_sq_norms: np.ndarray | None = None):
+        self.basis = basis
+        self.scales = np.asarray(scales, dtype=np.float64)
+        self.n_rows, self.n_columns = basis.shape
+        self.n_jobs = basis.n_jobs
+        self._sq_norms = None
+        if base_sq_norms is not None:
+            # scales far below 1 square to 0; the fit then refuses the basis by its range
+            with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
+                self._sq_norms = base_sq_norms / self.scales**2
+
+    def columns(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.intp)
+        return self.basis.columns(idx) / self.scales[idx]
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        products = self.basis.transpose_dot(V)
+        return products / self.scales.reshape((-1,) + (1,) * (products.ndim - 1))
+
+    def toarray(self) -> np.ndarray:
+        return self.basis._filled(self.scales)
+
+    def in_memory(self) -> Basis:
+        return self.basis.scaled_in_memory(self.scales)
+
+    def sq_norms(self) -> np.ndarray:
+        if self._sq_norms is not None:
+            return self._sq_norms
+        return self.basis.sq_norms() / self.scales**2
+
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        if weights is None and self._sq_norms is not None:
+            return self.transpose_dot(V), self._sq_norms
+        products, norms = self.basis.transpose_dot_with_norms(V, weights)
+        shape = (-1,) + (1,) * (products.ndim - 1)
+        return products / self.scales.reshape(shape), norms / self.scales**2
+
+    def reduce(self, t: np.ndarray, row_scale: np.ndarray | None = None) -> np.ndarray:
+        # [D Phi S^-1 | t] = Q R_aug diag(S^-1, 1): the factor's columns scaled alike
+        R = self.basis.reduce(t, row_scale)
+        R[:, :-1] /= self.scales
+        return R
+
+
+class RowWeightedBasis(Basis):
+    """The rows of another basis multiplied by ``sqrt(w_n)``, ``W^(1/2) Phi``.
+
+    A Gaussian likelihood with per-row noise precision ``beta w_n`` is the plain one on
+    ``W^(1/2) Phi`` and ``W^(1/2) t`` (:func:`bayes_rvm.fit_type2` with ``sample_weight``).
+    """
+
+    def __init__(self, basis: Basis, weights: np.ndarray):
+        self.basis = basis
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.root = np.sqrt(self.weights)
+        self.n_rows, self.n_columns = basis.shape
+        self.n_jobs = basis.n_jobs
+
+    def _rows(self, V: np.ndarray) -> np.ndarray:
+        V = np.asarray(V, dtype=np.float64)
+        return V * self.root.reshape((-1,) + (1,) * (V.ndim - 1))
+
+    def columns(self, idx) -> np.ndarray:
+        return self._rows(self.basis.columns(idx))
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        return self.basis.transpose_dot(self._rows(V))
+
+    def sq_norms(self) -> np.ndarray:
+        return self.basis.transpose_dot_with_norms(np.zeros(self.n_rows), self.weights)[1]
+
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        combined = self.weights if weights is None else self.weights * weights
+        return self.basis.transpose_dot_with_norms(self._rows(V), combined)
+
+    def reduce(self, t: np.ndarray, row_scale: np.ndarray | None = None) -> np.ndarray:
+        t = self._row_vector(t, "t")
+        if row_scale is not None:
+            row_scale = self.root * self._row_vector(row_scale, "row_scale")
+        return self.basis.reduce(t, self.root if row_scale is None else row_scale)
+
+
+class SymmetricScaledBasis(Basis):
+    """``Phi = [K | T] D^-1`` in memory, held as a symmetric kernel matrix ``K`` (the
+    kernel of the inputs with themselves), the other columns ``T`` (bias, extra columns)
+    and the scales ``D``.
+
+    A product ``Phi^T v`` with one vector (the column fetches of the sequential
+    classification path) reads one triangle of ``K`` (BLAS ``dsymv``). At ``N`` in the
+    thousands such a product is bound by memory traffic, so reading half the matrix
+    halves its time. Products with several vectors are matrix products over the whole
+    of ``K``. Columns and rows of ``K`` are the same values (``K`` is exactly
+    symmetric: :meth:`~bayes_rvm.basis.KernelBasis.scaled_in_memory` writes each block
+    once and mirrors it), so a column is read as a contiguous row.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        C-ordered and exactly symmetric.
+    tail : ndarray of shape (n, p)
+        The columns after the kernel columns.
+    scales : ndarray of shape (n + p,)
+        Positive column scales.
+    """
+
+    def __init__(self, K: np.ndarray, tail: np.ndarray, scales: np.ndarray):
+        self.K, self.tail = K, tail
+        self.scales = np.asarray(scales, dtype=np.float64)
+        self.n_rows = K.shape[0]
+        self.n_columns = self.n_rows + tail.shape[1]
+
+    def columns(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.intp)
+        kernel = idx < self.n_rows
+        out = np.empty((self.n_rows, idx.size))
+        out[:, kernel] = self.K[idx[kernel]].T  # rows of K: its columns
+        out[:, ~kernel] = self.tail[:, idx[~kernel] - self.n_rows]
+        out /= self.scales[idx]
+        return out
+
+    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
+        V = np.asarray(V, dtype=np.float64)
+        if V.ndim == 1 or V.shape[1] == 1:
+            # K.T is K, Fortran-ordered: BLAS reads it in place
+            head = blas.dsymv(1.0, self.K.T, V.reshape(-1)).reshape((-1, *V.shape[1:]))
+        else:
+            head = self.K.T @ V
+        products = np.concatenate([head, self.tail.T @ V])
+        return products / self.scales.reshape((-1,) + (1,) * (V.ndim - 1))
+
+    def transpose_dot_with_norms(
+        self, V: np.ndarray, weights: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self.transpose_dot(V), self._norms(self.K, self.tail, weights)
+
+    def sq_norms(self) -> np.ndarray:
+        return self._norms(self.K, self.tail, None)
+
+    def row_products(
+        self, idx, V: np.ndarray, weights: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of ``K`` and ``T`` as they are held (a copy of the rows alone), the
+        scales applied to the products."""
+        idx = np.asarray(idx, dtype=np.intp)
+        K, tail = self.K[idx], self.tail[idx]
+        products = np.concatenate([K.T @ V, tail.T @ V]) / self.scales[:, None]
+        return products, self._norms(K, tail, weights)
+
+    def _norms(self, K: np.ndarray, tail: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+        """``diag(Phi^T W Phi)`` over the rows of ``[K | T]`` given."""
+        norms = np.concatenate([weighted_sq_norms(K, weights), weighted_sq_norms(tail, weights)])
+        return norms / self.scales**2
+
+    def toarray(self) -> np.ndarray:
+        """The whole matrix, a new array."""
+        out = np.empty(self.shape)
+        out[:, : self.n_rows] = self.K
+        out[:, self.n_rows :] = self.tail
+        out /= self.scales
+        return out
+
+    def in_memory(self) -> Basis:
+        return self
+
+
+class HeldKernelBasis(KernelBasis):
+    """A :class:`~bayes_rvm.basis.KernelBasis` whose squared column norms and matrix of
+    scaled columns ``Phi / scales`` are computed once and held, for several fits that need them
+    (the binary classifiers of a one-vs-rest :class:`~bayes_rvm.RVC`: every fit works
+    on the columns divided by their norms, and the classification path holds that
+    matrix). The values are those a fit of the lazy basis alone holds (its own pass for
+    the norms; :meth:`scaled_in_memory` of the basis it fits, :meth:`evaluated`: a
+    small basis as its matrix); columns, products and :meth:`toarray` are still
+    evaluated lazily. :meth:`restrict` returns a :class:`~bayes_rvm.basis.FittedBasis`
+    that holds only the kept centres.
+
+    Parameters
+    ----------
+    basis : KernelBasis
+    sq_norms : ndarray of shape (n_columns,)
+        ``basis.sq_norms()``.
+    scales : ndarray of shape (n_columns,)
+        The column scales the fits will divide by
+        (:func:`bayes_rvm.solvers._fit.column_scales` of the basis).
+    """
+
+    def __init__(self, basis: KernelBasis, sq_norms: np.ndarray, scales: np.ndarray):
+        vars(self).update(vars(basis))
+        self._norms = np.array(sq_norms, dtype=np.float64)
+        self._scales = np.array(scales, dtype=np.float64)
+        self._held = basis.evaluated().scaled_in_memory(self._scales)
+        for values in (self._norms, self._scales, *vars(self._held).values()):
+            if isinstance(values, np.ndarray):
+                values.flags.writeable = False
+
+    def sq_norms(self) -> np.ndarray:
+        return self._norms
+
+    def evaluated(self) -> Basis:
+        """This basis: it holds its norms and scaled matrix already."""
+        return self
+
+    def scaled_in_memory(self, scales: np.ndarray) -> Basis:
+        """The held matrix (read-only) for the scales it was made with, else a new one
+        made as the lazy basis makes it."""
+        if np.array_equal(scales, self._scales):
+            return self._held
+        return super().scaled_in_memory(scales)
+
+    def scaled_array(self, scales: np.ndarray) -> np.ndarray:
+        """The held matrix as an array for the scales it was made with (the held array
+        itself when it is one, read-only), else a new one evaluated as the lazy basis
+        does."""
+        if np.array_equal(scales, self._scales):
+            return self._held.toarray()
+        return super().scaled_array(scales)
