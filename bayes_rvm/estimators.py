@@ -39,7 +39,7 @@ from bayes_rvm.basis import BLOCK_BYTES, KernelBasis
 from bayes_rvm.laplace import latent_covariance, latent_variance, log_class_proba
 from bayes_rvm.solvers import Prior
 from bayes_rvm.solvers._fit import column_scales
-from bayes_rvm.solvers.sequential import LargeSchedule
+from bayes_rvm.solvers._schedule import Schedule
 
 __all__ = ["RVC", "RVR"]
 
@@ -664,7 +664,7 @@ or callable, default="rbf"
         finishes (from this process, also when the fits run in workers).
 
         When each fit would hold the whole matrix of its scaled columns (the sequential
-        solver's classification path holds a basis that ``LargeSchedule.holds``), that
+        solver's classification path holds a basis that ``Schedule.mode_holds``), that
         matrix and the column norms are computed once here and shared
         (``bayes_rvm._basis_views.HeldKernelBasis``; with ``n_jobs``, joblib passes the matrix
         to the workers as a memory map)."""
@@ -674,7 +674,7 @@ or callable, default="rbf"
         if (
             type(basis) is KernelBasis
             and not self.optimize_scales
-            and LargeSchedule().holds(basis.shape)
+            and Schedule().mode_holds(basis.shape)
         ):
             sq_norms = basis.sq_norms()
             scales = column_scales(basis, sq_norms, Prior(self.a, self.b))

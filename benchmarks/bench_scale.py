@@ -15,7 +15,7 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
   centres by k-means++ (on a sample of the rows).
 - ``dask-pass``: the same cluster, data and centres, but no fit: ``--passes`` times the
   work of one column fetch as the sequential solver asks for it
-  (``LargeSchedule.prefetch`` columns gathered to the client, then their products with
+  (``Schedule.prefetch`` columns gathered to the client, then their products with
   every column, ``Phi^T V``), to measure the cost of one pass where a whole fit would
   take too long; a fit costs about its number of passes times this
   (``docs/guide/scale.md``).
@@ -204,9 +204,9 @@ def run_dask(args, counter):
 def run_dask_pass(args, counter):
     from bayes_rvm.dask import DaskKernelBasis
     from bayes_rvm.kernels import RBF
-    from bayes_rvm.solvers.sequential import LargeSchedule
+    from bayes_rvm.solvers.sequential import Schedule
 
-    prefetch = LargeSchedule().prefetch  # the columns the large path fetches at a time
+    prefetch = Schedule().prefetch  # the columns the large path fetches at a time
 
     with _dask_friedman(args) as (client, X, _):
         # gamma="scale" for uniform inputs on [0, 1]^10: 1 / (10 var) = 1.2

@@ -144,8 +144,8 @@ def test_sequential_classification_without_a_dense_basis():
     y = data.y_train[pick].astype(float)
     options = {"prior": Prior(), "noise_var": None, "max_iter": 100_000, "tol": 1e-6}
     dense = sequential.fit(basis, y, link=Bernoulli(y), **options)
-    large = sequential.LargeSchedule(mode_dense_bytes=0)
-    passes = sequential.fit(basis, y, link=Bernoulli(y), large_schedule=large, **options)
+    large = sequential.Schedule(mode_dense_bytes=0)
+    passes = sequential.fit(basis, y, link=Bernoulli(y), schedule=large, **options)
     _assert_certified_at_its_mode(basis.toarray(), y, passes, 1e-6)
     np.testing.assert_array_equal(passes.active, dense.active)
     assert passes.log_evidence == pytest.approx(dense.log_evidence, abs=1e-8)
@@ -153,8 +153,8 @@ def test_sequential_classification_without_a_dense_basis():
 
 def test_classification_holds_a_basis_up_to_mode_dense_bytes():
     shape = (100, 8)  # 6,400 bytes of doubles
-    assert sequential.LargeSchedule(mode_dense_bytes=6400).holds(shape)
-    assert not sequential.LargeSchedule(mode_dense_bytes=6399).holds(shape)
+    assert sequential.Schedule(mode_dense_bytes=6400).mode_holds(shape)
+    assert not sequential.Schedule(mode_dense_bytes=6399).mode_holds(shape)
 
 
 def test_sequential_stops_a_cycle_at_its_best_model(rng):
@@ -249,9 +249,9 @@ def test_sequential_rvc_reweighing_the_moved_rows_reaches_the_full_reweighing_op
     optimum: see the next test.)"""
     Phi, t = _moving_rows_design()
     options = {"prior": Prior(), "noise_var": None, "max_iter": 100_000, "tol": 1e-6}
-    schedules = [sequential.LargeSchedule(mode_rows=rows) for rows in (mode_rows, 0.0)]
+    schedules = [sequential.Schedule(mode_rows=rows) for rows in (mode_rows, 0.0)]
     fits = [
-        sequential.fit(as_basis(Phi), t, link=Bernoulli(t), large_schedule=large, **options)
+        sequential.fit(as_basis(Phi), t, link=Bernoulli(t), schedule=large, **options)
         for large in schedules
     ]
     for fit in fits:
@@ -267,8 +267,8 @@ def test_sequential_rvc_ends_on_the_exact_products_at_its_mode(design):
     certified against its own Laplace evidence (Tipping & Faul 2003, Sec. 4)."""
     Phi, t = design()
     options = {"prior": Prior(), "noise_var": None, "max_iter": 100_000, "tol": 1e-6}
-    coarse = sequential.LargeSchedule(mode_rows=0.05)
-    fit = sequential.fit(as_basis(Phi), t, link=Bernoulli(t), large_schedule=coarse, **options)
+    coarse = sequential.Schedule(mode_rows=0.05)
+    fit = sequential.fit(as_basis(Phi), t, link=Bernoulli(t), schedule=coarse, **options)
     _assert_certified_at_its_mode(Phi, t, fit, 1e-6)
 
 

@@ -253,7 +253,7 @@ class Ascent:
             if p < 0:
                 self.add(j, alpha_j, self.ranking())
                 streak = 0
-            elif np.isfinite(alpha_j) and self.polish and streak >= ws.schedule.polish_after:
+            elif np.isfinite(alpha_j) and self.polish and streak >= ws.schedule.large_newton_after:
                 best = self.newton()
                 fresh, streak = True, 0
             elif np.isfinite(alpha_j):

@@ -15,7 +15,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from bayes_rvm.basis import Basis
-from bayes_rvm.solvers._large_schedule import LargeSchedule
+from bayes_rvm.solvers._schedule import Schedule
 
 __all__ = ["CompressedCrosses", "Compression", "CrossCache", "Crosses", "compress"]
 
@@ -115,7 +115,7 @@ class CompressedCrosses(CrossCache):
         basis: Basis,
         scales: np.ndarray,
         compression: Compression,
-        schedule: LargeSchedule,
+        schedule: Schedule,
         *,
         project: bool,
     ):
@@ -179,7 +179,7 @@ def _orthonormal_complement(U: np.ndarray, Y: np.ndarray) -> np.ndarray:
 
 
 def compress(
-    basis: Basis, t: np.ndarray, schedule: LargeSchedule, give_up: float = np.inf
+    basis: Basis, t: np.ndarray, schedule: Schedule, give_up: float = np.inf
 ) -> Compression:
     """``B = Phi~^T U`` for an orthonormal ``U`` spanning the dominant normalised columns.
 

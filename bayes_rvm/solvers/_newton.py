@@ -20,7 +20,7 @@ __all__ = ["NewtonSettings", "alpha_objective", "joint_newton"]
 @dataclass(frozen=True)
 class NewtonSettings:
     """The joint Newton steps of both sequential paths (``Schedule.newton``,
-    ``LargeSchedule.newton``).
+    ``Schedule.newton``).
 
     Attributes
     ----------

@@ -11,7 +11,7 @@ from bayes_rvm.basis import BLOCK_BYTES, Basis
 from bayes_rvm.evidence import Prior, noise_variance
 from bayes_rvm.laplace import Bernoulli, hessian_factor, log_evidence_laplace, posterior_mode
 from bayes_rvm.solvers._ascent import Ascent, Outcome
-from bayes_rvm.solvers._large_schedule import LargeSchedule
+from bayes_rvm.solvers._schedule import Schedule
 from bayes_rvm.solvers._workspace import Workspace
 
 __all__ = ["ModeLoop", "NoiseLoop", "gaussian_log_evidence"]
@@ -30,7 +30,7 @@ class NoiseLoop:
     noise optimum and restarts lower, below :attr:`estimate` (the precision it found).
     """
 
-    def __init__(self, prior: Prior, floor: float, schedule: LargeSchedule, verbose: bool):
+    def __init__(self, prior: Prior, floor: float, schedule: Schedule, verbose: bool):
         self.prior = prior
         self.floor = floor
         self.restart_below = schedule.restart_below
@@ -100,7 +100,7 @@ class ModeLoop:
         self,
         link: Bernoulli,
         prior: Prior,
-        schedule: LargeSchedule,
+        schedule: Schedule,
         verbose: bool,
         rows: tuple[Basis, np.ndarray] | None = None,
     ):

@@ -1,6 +1,7 @@
-"""The sequential solver's schedule, in one place: the starts of a fit and how each
-ascent of the compiled step loop (:mod:`bayes_rvm.solvers._compiled`) moves the noise,
-solves its ``alpha`` sub-problems, refactors and certifies.
+"""The sequential solver's schedule, in one place: the starts of a fit, how each ascent
+of the compiled step loop (:mod:`bayes_rvm.solvers._compiled`) moves the noise, solves its
+``alpha`` sub-problems, refactors and certifies, and how the large path (classification,
+larger bases that compress) fetches, caches and re-weighs its products.
 
 A fit runs the ascents of the first ``n_starts`` starts (:meth:`Schedule.first_starts`)
 and returns the one with the highest log evidence: the evidence has many local optima in
@@ -37,7 +38,8 @@ class Start:
 
 @dataclasses.dataclass(frozen=True)
 class Schedule:
-    """The sequential solver's schedule on the compiled path.
+    """The sequential solver's schedule: which path a fit takes, the compiled path's
+    starts and ascents, the tolerances both paths share, and the large path's settings.
 
     Attributes
     ----------
@@ -80,9 +82,9 @@ class Schedule:
         ``sub_steps N`` steps before the noise is updated (``N`` rows: the bound does
         not move with duplicated or all-zero columns).
     restart_below : float
-        The ascent restarts lower, at the first start's fraction of the estimate, when its
-        first noise update takes the variance below this fraction of the start (the start
-        was above the optimum).
+        An ascent restarts lower (the compiled path: at the first start's fraction of the
+        estimate) when its first noise update takes the variance below this fraction of
+        the start (the start was above the optimum).
     noise_growth : float
         A noise update raises the noise variance at most by this factor (a continuation:
         the ``alpha`` steps add the columns of the lower noise before it moves on).
@@ -109,12 +111,13 @@ class Schedule:
     newton_after : int
         After this many re-estimates in a row on at least ``newton_min`` active columns,
         the active ``alpha`` take joint Newton steps (:func:`~._newton.joint_newton`): one
-        re-estimate at a time, hundreds of coupled ``alpha`` converge slowly.
+        re-estimate at a time, hundreds of coupled ``alpha`` converge slowly. The large
+        path takes them after ``large_newton_after`` re-estimates.
     newton_min : int
         Active columns from which the joint Newton steps are taken (each costs a few
         ``O(M^3)`` factorisations; below, the re-estimates are cheaper).
     newton : NewtonSettings
-        Steps per call, largest step and damping of the joint Newton steps.
+        Steps per call, largest step and damping of the joint Newton steps (both paths).
     defer : int
         Re-estimates whose rank-one terms of ``Sigma`` and of every column's ``S, Q`` may
         be pending, applied together by matrix products: each re-estimate then costs
@@ -129,9 +132,62 @@ class Schedule:
     working_residual : float
         Such a basis is fitted on the working set when it does not compress: when its
         normalised columns keep a squared residual above this after their projection on
-        the first ``LargeSchedule.compress_block`` of them (evenly spaced). A basis that
-        compresses (a broad kernel) takes the large path, whose schedule reaches higher
-        optima there.
+        the first :attr:`compress_block` of them (evenly spaced). A basis that
+        compresses (a broad kernel) takes the large path, which reaches higher optima
+        there.
+
+    The large path's settings (classification; bases over ``dense_bytes`` that are neither
+    reduced nor fitted on a working set; :mod:`bayes_rvm.solvers.sequential`):
+
+    large_start_noise : float
+        Its starting noise variance as a fraction of ``var(t)``: below the noise optimum,
+        so that the greedy path starts on the over-fitted side.
+    prefetch : int
+        Columns whose products ``Phi^T phi_j`` one pass over the basis computes together.
+    flush : int
+        Steps whose rank-one terms of the candidates' ``S, Q`` may be pending (applied
+        together by one ``n_basis x M x flush`` matrix product, or earlier when an add is
+        about to be chosen).
+    large_refactor : int
+        Rank-one updates of ``Sigma`` and ``mu`` between two recomputations from a new
+        factor.
+    large_newton_after : int
+        Re-estimates in a row after which the active ``alpha`` take joint Newton steps in
+        place of the next re-estimate (classification: on the weighted problem between
+        mode updates).
+    compressed_prefetch : int
+        Columns whose products with the compressed basis one request computes together.
+    cache_bytes : int
+        Bytes the cache of fetched columns and cross products may hold (at least
+        ``2 prefetch`` columns).
+    compress_block : int
+        Columns added to the compressed basis per pass.
+    compress_passes : int
+        Largest number of passes the compression may take.
+    compress_bytes : int
+        Bytes the compressed basis ``B`` (and its orthonormal ``U``) may take.
+    exact_residual : float
+        Squared relative residual below which the compressed cross products are exact
+        (their error, at most the residual, is then at the level of rounding).
+    mode_gain, mode_gain_min, mode_gain_max : float
+        Classification: the trust region of the weighted problem. The mode is found again
+        before a step would take the gain the steps claim since the last mode beyond
+        ``radius`` nats; ``radius`` starts at ``mode_gain``, doubles (up to
+        ``mode_gain_max``) when the Laplace evidence gained more than 3/4 of the claim and
+        halves (down to ``mode_gain_min``) when it gained less than 1/4.
+    mode_dense_bytes : int
+        Classification: a basis of at most this many bytes is held as a dense matrix
+        (:meth:`mode_holds`; mode updates re-weigh the products of every column with the
+        active ones, over the rows whose weights moved; above it, every update is a pass
+        over the whole basis).
+    mode_rows : float
+        Classification with the basis in memory: a mode update re-weighs the rows whose
+        weight ``B_n`` or weighted target moved by more than this times the largest
+        ``y (1 - y)`` (times the row's likelihood weight); the ascent still ends on
+        products weighed in full.
+    mode_stall : int
+        Classification: the run stops when this many mode updates in a row have not raised
+        the best Laplace evidence by ``tol``, and returns to the best model.
     """
 
     dense_bytes: int = 16 * 2**20
@@ -160,12 +216,36 @@ class Schedule:
     defer_min: int = 256
     working_set: int = 1000
     working_residual: float = 1e-4
+    # the large path
+    large_start_noise: float = 0.01
+    prefetch: int = 64
+    flush: int = 8
+    large_refactor: int = 32
+    large_newton_after: int = 32
+    compressed_prefetch: int = 16
+    cache_bytes: int = 48 * 2**20
+    compress_block: int = 128
+    compress_passes: int = 4
+    compress_bytes: int = 96 * 2**20
+    exact_residual: float = 1e-14
+    mode_gain: float = 1.0
+    mode_gain_min: float = 1e-3
+    mode_gain_max: float = 10.0
+    mode_dense_bytes: int = 2**30
+    mode_rows: float = 1e-3
+    mode_stall: int = 10
 
     def holds(self, shape: tuple[int, int]) -> bool:
         """Whether the compiled path holds a basis of ``shape`` (rows, columns) as it is:
         at most ``dense_bytes`` of doubles."""
         n_rows, n_basis = shape
         return 8 * n_rows * n_basis <= self.dense_bytes
+
+    def mode_holds(self, shape: tuple[int, int]) -> bool:
+        """Whether a classification fit holds a basis of ``shape`` (rows, columns) as a
+        dense matrix: at most ``mode_dense_bytes`` of doubles."""
+        n_rows, n_basis = shape
+        return 8 * n_rows * n_basis <= self.mode_dense_bytes
 
     def reduces(self, shape: tuple[int, int]) -> bool:
         """Whether a Gaussian fit of a basis of ``shape`` (rows, columns) runs on the

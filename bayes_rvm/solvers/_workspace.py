@@ -13,8 +13,8 @@ from bayes_rvm.evidence import (
     sparsity_quality,
 )
 from bayes_rvm.posterior import GaussianFit
-from bayes_rvm.solvers._large_schedule import LargeSchedule
 from bayes_rvm.solvers._newton import joint_newton
+from bayes_rvm.solvers._schedule import Schedule
 
 __all__ = ["Workspace"]
 
@@ -26,8 +26,9 @@ class Workspace:
     the column at position ``p``. ``Sigma`` and ``mu`` (Tipping 2001, eq. 12-13) follow
     every step by the rank-one updates of Tipping & Faul (2003, appendix), ``O(M^2)``
     each, and are recomputed from the Cholesky factor ``L`` of ``Sigma^-1 = A + beta
-    Phi_a^T Phi_a`` after ``schedule.refactor`` updates (and on a delete, a refresh or when an
-    add needs the factor), so that rounding accumulates over at most that many steps.
+    Phi_a^T Phi_a`` after ``schedule.large_refactor`` updates (and on a delete, a refresh or
+    when an add needs the factor), so that rounding accumulates over at most that many
+    steps.
 
     The ``S, Q`` of the ``n_basis`` candidates change by a rank-one term per step,
     ``S += a (beta C v)^2`` and ``Q += b (beta C v)`` with ``C = Phi^T Phi_a``: ``O(n_basis
@@ -44,10 +45,10 @@ class Workspace:
         phi_t: np.ndarray,
         unit: np.ndarray,
         beta: float,
-        schedule: LargeSchedule | None = None,
+        schedule: Schedule | None = None,
         n_rows: int | None = None,
     ):
-        self.schedule = LargeSchedule() if schedule is None else schedule
+        self.schedule = Schedule() if schedule is None else schedule
         #: ``N`` of the evidence: ``t.size``, or the number of rows a reduced design
         #: ``[R; 0]`` with target ``[z; r]`` stands for
         self.n_rows = t.size if n_rows is None else n_rows
@@ -95,11 +96,11 @@ class Workspace:
 
     def _make_room(self) -> None:
         """Before a step: with ``schedule.flush`` terms pending, apply them; after
-        ``schedule.refactor`` rank-one updates, remove the rounding of ``Sigma`` by a new
+        ``schedule.large_refactor`` rank-one updates, remove the rounding of ``Sigma`` by a new
         factor."""
         if self.pending == self.schedule.flush:
             self.flush()
-        if self.since_factor >= self.schedule.refactor:
+        if self.since_factor >= self.schedule.large_refactor:
             self.refactor()
 
     def _push(self, v: np.ndarray, a: float, b: float) -> None:

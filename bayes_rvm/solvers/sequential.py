@@ -22,8 +22,8 @@ index).
   of :func:`~bayes_rvm.solvers._crosses.compress`): the compiled loop on a working set of
   columns, certified on every column (:mod:`bayes_rvm.solvers._working_set`).
 - Otherwise (larger bases that compress, a fixed noise on a larger basis that is not
-  reduced, the Bernoulli likelihood) the large path, scheduled by :class:`LargeSchedule`
-  (below).
+  reduced, the Bernoulli likelihood) the large path (below), whose settings are
+  also :class:`Schedule`'s.
 
 A Gaussian fit whose basis is over :attr:`Schedule.dense_bytes` but has at least twice as
 many rows as columns first reduces the data (when the factor fits in
@@ -38,9 +38,9 @@ The large path:
 
   - :class:`~bayes_rvm.solvers._workspace.Workspace` holds the posterior over the active
     (unit-norm) columns, updated by rank-one terms in ``O(M^2)`` per step and refactored every
-    ``refactor`` steps, and the ``S, Q`` of every candidate, whose rank-one terms are applied
+    ``large_refactor`` steps, and the ``S, Q`` of every candidate, whose rank-one terms are applied
     together by one matrix product for up to ``flush`` steps and always before an add is
-    chosen. After ``polish_after`` re-estimates in a row the active ``alpha`` whose own
+    chosen. After ``large_newton_after`` re-estimates in a row the active ``alpha`` whose own
     optimum is finite take joint damped Newton steps in ``log alpha``.
   - :mod:`bayes_rvm.solvers._crosses` supplies the products ``Phi~^T phi~_j`` of a column
     about to be added: from a compressed basis ``B = Phi~^T U`` (an orthonormal ``U``
@@ -49,7 +49,7 @@ The large path:
     basis, ``prefetch`` columns per pass.
   - :mod:`bayes_rvm.solvers._outer` learns the rest between converged ``alpha`` steps. The
     noise (Tipping 2001, eq. 46) is re-estimated by block coordinate ascent from the
-    low-noise side: the run starts at noise variance ``start_noise var(t)``, runs the
+    low-noise side: the run starts at noise variance ``large_start_noise var(t)``, runs the
     ``alpha`` steps to convergence (confirmed on exact ``S, Q``), re-estimates the noise and
     repeats; it restarts lower when the first noise update takes the variance below
     ``restart_below`` times the start. For classification the Laplace mode takes the place
@@ -97,13 +97,12 @@ from bayes_rvm.solvers._crosses import (
     Crosses,
     compress,
 )
-from bayes_rvm.solvers._large_schedule import LargeSchedule
 from bayes_rvm.solvers._outer import ModeLoop, NoiseLoop, gaussian_log_evidence
 from bayes_rvm.solvers._schedule import Schedule, Start
 from bayes_rvm.solvers._working_set import fit_working_set
 from bayes_rvm.solvers._workspace import Workspace
 
-__all__ = ["LargeSchedule", "Schedule", "Start", "fit"]
+__all__ = ["Schedule", "Start", "fit"]
 
 
 def fit(
@@ -117,7 +116,6 @@ def fit(
     verbose: bool = False,
     link: Bernoulli | None = None,
     schedule: Schedule | None = None,
-    large_schedule: LargeSchedule | None = None,
     targets: TargetMoments | None = None,
     n_starts: int | None = None,
 ) -> Type2Result:
@@ -126,11 +124,10 @@ def fit(
     ``tol`` is in nats here: the fit has converged when no single action would raise the
     log evidence by more than ``tol`` and (noise learned) the noise update at that point
     raised it by less than ``tol``. ``max_iter`` counts add / re-estimate / delete steps
-    and noise updates. ``schedule`` is the compiled path's schedule (its ``dense_bytes``
-    decides which path a Gaussian fit takes), ``large_schedule`` the
-    large path's (:class:`LargeSchedule`); ``None`` takes the defaults. ``n_starts``: the
-    number of :attr:`Schedule.starts` a Gaussian fit runs on a basis
-    held in memory or reduced (see :func:`bayes_rvm.fit_type2`).
+    and noise updates. ``schedule``: the settings of every path (:class:`Schedule`; its
+    ``dense_bytes`` decides which path a Gaussian fit takes); ``None`` takes the
+    defaults. ``n_starts``: the number of :attr:`Schedule.starts` a Gaussian fit runs on a
+    basis held in memory or reduced (see :func:`bayes_rvm.fit_type2`).
 
     Notes
     -----
@@ -165,7 +162,6 @@ def fit(
     schedule = Schedule() if schedule is None else schedule
     if n_starts is not None and n_starts < 1:
         raise ValueError(f"expected n_starts >= 1 or None, got {n_starts}")
-    large = LargeSchedule() if large_schedule is None else large_schedule
     held = schedule.holds(basis.shape)  # the basis as given, before any reduction
     data_t = t  # the target of the N rows
     # the starting noise and its floor: of the rows the data stand for (weighted rows)
@@ -188,36 +184,42 @@ def fit(
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
         # path's resolution test and joint Newton steps fit such bases
-    if link is not None and large.holds(basis.shape):
+    if link is not None and schedule.mode_holds(basis.shape):
         basis = basis.in_memory()
-        products = _Products.of(basis, Compression.none(basis, t), t, large, dense=True)
+        products = _Products.of(basis, Compression.none(basis, t), t, schedule, dense=True)
     else:
         wide = link is None and noise_var is None and basis.n_columns > schedule.working_set
         give_up = schedule.working_residual if wide else np.inf
-        compression = compress(basis, t, large, give_up)
+        compression = compress(basis, t, schedule, give_up)
         if compression.leftover > give_up:  # the basis does not compress: a working set
             result = _fit_working_set(basis, t, prior, stop, schedule, compression, targets)
             if result is not None:
                 return result
-        products = _Products.of(basis, compression, t, large, dense=False)
+        products = _Products.of(basis, compression, t, schedule, dense=False)
     if link is None:
         noise_fixed = noise_var is not None
         beta = 1.0 / (
-            noise_var if noise_var is not None else initial_noise_var(targets, large.start_noise)
+            noise_var
+            if noise_var is not None
+            else initial_noise_var(targets, schedule.large_start_noise)
         )
         ws = Workspace(
-            t, products.start_phi_t, products.start_unit, beta, large, n_rows=data_t.size
+            t, products.start_phi_t, products.start_unit, beta, schedule, n_rows=data_t.size
         )
         run = Ascent(ws, products.start, stop, polish=True)
-        noise = None if noise_fixed else NoiseLoop(prior, noise_var_floor(targets), large, verbose)
-        status = _ascend_gaussian(run, noise, beta, products.usable, prior, large.start_noise)
+        noise = (
+            None if noise_fixed else NoiseLoop(prior, noise_var_floor(targets), schedule, verbose)
+        )
+        status = _ascend_gaussian(
+            run, noise, beta, products.usable, prior, schedule.large_start_noise
+        )
         outer: NoiseLoop | ModeLoop | None = noise
     else:
         noise_fixed = True
-        ws = Workspace(t, products.start_phi_t, products.start_unit, 1.0, large)
+        ws = Workspace(t, products.start_phi_t, products.start_unit, 1.0, schedule)
         run = Ascent(ws, products.start, stop, polish=True)
         rows = (basis, products.scales) if products.dense else None
-        outer = mode = ModeLoop(link, prior, large, verbose, rows)
+        outer = mode = ModeLoop(link, prior, schedule, verbose, rows)
         mode.weigh(run, np.zeros(t.size))  # the empty model: y = 1/2 everywhere
         run.add_first(products.usable)
         mode.update(run, exact=True)
@@ -261,7 +263,7 @@ class _Products:
         basis: Basis,
         compression: Compression,
         t: np.ndarray,
-        schedule: LargeSchedule,
+        schedule: Schedule,
         dense: bool,
     ) -> _Products:
         """The products for ``basis`` compressed to ``compression`` (rank 0: not compressed;
