@@ -51,6 +51,7 @@ class Status(enum.IntEnum):
     FULL = _slots.FULL  # the arrays are full: grow them and call again
     NOT_PD = _slots.NOT_PD  # the posterior precision lost positive definiteness
     NEWTON = _slots.NEWTON  # joint Newton steps on the active alpha are due
+    LIMIT = _slots.LIMIT  # the next step would take the gain beyond ``limit``
 
 
 class GramRows:
@@ -108,11 +109,14 @@ class Ascent:
     ceiling : float, optional
         The largest noise variance a learned noise takes (a continuation towards a fixed
         noise, :func:`ascend_dense`).
+    limit : float, optional
+        :meth:`run` answers ``LIMIT`` before a step that would take the log evidence more
+        than this above the start (a trust region; the first step is always taken).
     """
 
     def __init__(
         self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, targets, full_t=None,
-        gram=None, ceiling=math.inf,
+        gram=None, ceiling=math.inf, limit=math.inf,
     ):  # fmt: skip
         n_basis, N = B.shape
         self.B, self.t = B, t
@@ -125,7 +129,7 @@ class Ascent:
         # the Gamma(c, d) noise hyperprior enters the objective when the noise is learned
         self.has_hyper = learn_noise and (prior.c != 0.0 or prior.d != 0.0)
         self.tol, self.max_iter, self.schedule = tol, max_iter, schedule
-        self.floor, self.ceiling = noise_var_floor(targets), ceiling
+        self.floor, self.ceiling, self.limit = noise_var_floor(targets), ceiling, limit
         cap = min(n_basis, 64)
         self.idx = np.zeros(cap, dtype=np.int64)
         self.alpha = np.zeros(cap)
@@ -163,7 +167,7 @@ class Ascent:
     @classmethod
     def resume(
         cls, B, t, idx, alpha, beta, *, prior, tol, max_iter, schedule, targets, full_t=None,
-        learn_noise=True, gram=None,
+        learn_noise=True, gram=None, limit=math.inf,
     ) -> Ascent:  # fmt: skip
         """An ascent that starts from the model of the columns ``idx`` of ``B`` at
         precisions ``alpha`` and noise precision ``beta``, fitted before (on fewer columns,
@@ -172,7 +176,7 @@ class Ascent:
         once when the posterior precision of that model is not positive definite."""
         ascent = cls(
             B, t, beta, learn_noise=learn_noise, prior=prior, tol=tol, max_iter=max_iter,
-            schedule=schedule, full_t=full_t, targets=targets, gram=gram,
+            schedule=schedule, full_t=full_t, targets=targets, gram=gram, limit=limit,
         )  # fmt: skip
         M = idx.size
         while ascent.alpha.size < M:
@@ -220,9 +224,9 @@ class Ascent:
     log_evidence = _Slot("fstate", _slots.F_LOG_EV)
 
     def run(self) -> Status:
-        """Steps until the certificate holds, ``max_iter`` or a restart; restarts from the
-        empty model below the noise optimum when the first noise update says the start
-        was above it (Tipping 2001, eq. 46 more than halved the variance)."""
+        """Steps until the certificate holds, ``max_iter``, the ``limit`` or a restart;
+        restarts from the empty model below the noise optimum when the first noise update
+        says the start was above it (Tipping 2001, eq. 46 more than halved the variance)."""
         sch = self.schedule
         settings = np.array(
             [
@@ -230,6 +234,7 @@ class Ascent:
                 sch.relative_inner, sch.sub_steps * self.n_rows, sch.restart_below,
                 sch.noise_growth, sch.noise_rtol, sch.polish, sch.cancellation,
                 sch.newton_after, sch.newton_min, sch.defer, sch.defer_min, self.ceiling,
+                self.limit,
             ]
         )  # fmt: skip
         if not self._start_pd:

@@ -136,8 +136,9 @@ class Schedule:
         compresses (a broad kernel) takes the large path, which reaches higher optima
         there.
 
-    The large path's settings (classification; bases over ``dense_bytes`` that are neither
-    reduced nor fitted on a working set; :mod:`bayes_rvm.solvers.sequential`):
+    The large path's settings (classification on a basis over ``dense_bytes``; Gaussian
+    bases over it that are neither reduced nor fitted on a working set;
+    :mod:`bayes_rvm.solvers.sequential`):
 
     large_start_noise : float
         Its starting noise variance as a fraction of ``var(t)``: below the noise optimum,
@@ -170,7 +171,8 @@ class Schedule:
         Squared relative residual below which the compressed cross products are exact
         (their error, at most the residual, is then at the level of rounding).
     mode_gain, mode_gain_min, mode_gain_max : float
-        Classification: the trust region of the weighted problem. The mode is found again
+        Classification (on a held basis too, :mod:`~bayes_rvm.solvers._classify`): the
+        trust region of the weighted problem. The mode is found again
         before a step would take the gain the steps claim since the last mode beyond
         ``radius`` nats; ``radius`` starts at ``mode_gain``, doubles (up to
         ``mode_gain_max``) when the Laplace evidence gained more than 3/4 of the claim and
@@ -186,8 +188,9 @@ class Schedule:
         ``y (1 - y)`` (times the row's likelihood weight); the ascent still ends on
         products weighed in full.
     mode_stall : int
-        Classification: the run stops when this many mode updates in a row have not raised
-        the best Laplace evidence by ``tol``, and returns to the best model.
+        Classification (on a held basis too): the run stops when this many mode updates in
+        a row have not raised the best Laplace evidence by ``tol``, and returns to the best
+        model.
     """
 
     dense_bytes: int = 16 * 2**20

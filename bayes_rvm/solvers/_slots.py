@@ -14,6 +14,7 @@ ABOVE = 2
 FULL = 3
 NOT_PD = 4
 NEWTON = 5  # a run of re-estimates on a large active set: joint Newton steps are due
+LIMIT = 6  # the next step would take the ascent's gain beyond its limit
 
 # Slots of the integer state ``istate``.
 I_M = 0  # active columns

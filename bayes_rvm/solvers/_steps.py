@@ -52,6 +52,7 @@ from bayes_rvm.solvers._slots import (
     I_STALE,
     I_STEPS,
     I_SUB_STEPS,
+    LIMIT,
     MAX_ITER,
     NEWTON,
     NOT_PD,
@@ -70,7 +71,7 @@ from bayes_rvm.solvers._updates import (
     sync_factor,
 )
 
-__all__ = ["ABOVE", "CONVERGED", "FULL", "MAX_ITER", "NEWTON", "ascend", "refresh"]
+__all__ = ["ABOVE", "CONVERGED", "FULL", "LIMIT", "MAX_ITER", "NEWTON", "ascend", "refresh"]
 
 _jit = numba.njit(cache=True, nogil=True)
 
@@ -107,10 +108,11 @@ def ascend(
     ``alpha`` and calls again). ``settings`` holds ``tol, floor, refactor_min, span,
     resolution, relative_inner, sub_steps, restart_below, noise_growth, noise_rtol,
     polish, cancellation, newton_after, newton_min, defer, defer_min``
-    (:class:`~._schedule.Schedule`) and ``ceiling`` (a learned noise variance stays within
-    ``[floor, ceiling]``). ``gram, fetched`` keep the products of the fetched
-    columns (:func:`~._updates.fetch`). The state is complete (nothing pending) when it
-    returns.
+    (:class:`~._schedule.Schedule`), ``ceiling`` (a learned noise variance stays within
+    ``[floor, ceiling]``) and ``limit``: the loop returns :data:`LIMIT` before a step that
+    would take the gain since its start beyond it (the first step is always taken).
+    ``gram, fetched`` keep the products of the fetched columns
+    (:func:`~._updates.fetch`). The state is complete (nothing pending) when it returns.
     """
     cap = alpha.size
     pending = np.zeros((max(int(settings[14]), 1), cap))  # the Sigma columns of the pending steps
@@ -124,7 +126,7 @@ def ascend(
     deltas = np.zeros(updates.size)
     tol, floor, refactor_min, span, resolution = settings[:5]
     relative_inner, sub_steps, restart_below, noise_growth, noise_rtol, polish = settings[5:11]
-    cancellation, newton_after, newton_min, defer, defer_min, ceiling = settings[11:17]
+    cancellation, newton_after, newton_min, defer, defer_min, ceiling, limit = settings[11:18]
     n_basis = S.size
     while True:
         if istate[I_PATH] + 1 >= path.size:
@@ -249,6 +251,9 @@ def ascend(
             best, best_alpha = g, a_new
         if istate[I_STEPS] >= max_iter:
             code = MAX_ITER
+            break
+        if istate[I_STEPS] > 0 and fstate[F_LOG_EV] + best - path[0] > limit:
+            code = LIMIT
             break
         if best <= resolution * fstate[F_RESOLUTION] * (1.0 + best):
             unresolved[j] = True  # rounding at this conditioning: not a step, for now

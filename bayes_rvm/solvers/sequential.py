@@ -21,9 +21,12 @@ index).
   keep a squared residual above :attr:`Schedule.working_residual` after the first block
   of :func:`~bayes_rvm.solvers._crosses.compress`): the compiled loop on a working set of
   columns, certified on every column (:mod:`bayes_rvm.solvers._working_set`).
+- Bernoulli likelihood on a basis of at most :attr:`Schedule.dense_bytes`: the compiled
+  loop on weighted Gaussian problems at the Laplace modes, in a trust region on the
+  Laplace evidence (:mod:`._classify`).
 - Otherwise (larger bases that compress, a fixed noise on a larger basis that is not
-  reduced, the Bernoulli likelihood) the large path (below), whose settings are
-  also :class:`Schedule`'s.
+  reduced, the Bernoulli likelihood on a larger basis) the large path (below), whose
+  settings are also :class:`Schedule`'s.
 
 A Gaussian fit whose basis is over :attr:`Schedule.dense_bytes` but has at least twice as
 many rows as columns first reduces the data (when the factor fits in
@@ -89,6 +92,7 @@ from bayes_rvm.solvers._base import (
     initial_noise_var,
     noise_var_floor,
 )
+from bayes_rvm.solvers._classify import fit_bernoulli
 from bayes_rvm.solvers._compiled import Status, ascend_dense
 from bayes_rvm.solvers._crosses import (
     CompressedCrosses,
@@ -184,6 +188,15 @@ def fit(
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
         # path's resolution test and joint Newton steps fit such bases
+    if link is not None and schedule.holds(basis.shape):
+        # in_memory: a one-vs-rest fit's shared kernel matrix and a binary fit's own hold
+        # the same numbers (a kernel matrix evaluated once per pair of inputs)
+        result = fit_bernoulli(
+            basis.in_memory().toarray(), link, prior=prior, tol=tol, max_iter=max_iter,
+            schedule=schedule, verbose=verbose,
+        )  # fmt: skip
+        if result is not None:
+            return result
     if link is not None and schedule.mode_holds(basis.shape):
         basis = basis.in_memory()
         products = _Products.of(basis, Compression.none(basis, t), t, schedule, dense=True)

@@ -1,0 +1,216 @@
+"""Binary classification on the compiled step loop: weighted Gaussian problems at the
+Laplace modes, in a trust region.
+
+At the mode ``w*`` of ``p(w | t, alpha)`` the Laplace evidence is that of a Gaussian model
+with noise precisions ``B = diag(y (1 - y))`` (times the rows' weights) and the working
+target ``t^ = Phi w* + B^-1 (t - y)`` (Tipping & Faul 2003, Sec. 4; Tipping 2001, eq.
+25-26). With the rows scaled by ``B^1/2`` that is a Gaussian problem at unit noise
+precision: design ``B^1/2 Phi`` and target ``B^1/2 t^ = B^-1/2 (B F + t - y)``
+(``F = Phi w*``), whose products ``Phi^T B Phi`` and ``Phi^T (B F + t - y)`` never form
+``B^-1``. The compiled loop (:class:`~bayes_rvm.solvers._compiled.Ascent`, noise fixed)
+takes steps on it from the current model, and the mode is found again (IRLS over the
+active set) before a step would take the gain the steps claim beyond a radius.
+
+The weighted problem holds ``B`` constant while its steps move ``alpha``, and ``B`` moves
+with ``alpha`` (Bishop 2006, eq. 7.114), so the claim is trusted as far as the Laplace
+evidence bears it out: the radius starts at :attr:`Schedule.mode_gain` nats, doubles (up
+to ``mode_gain_max``) when the evidence gained more than 3/4 of the claim and halves
+(down to ``mode_gain_min``) when it gained less than 1/4. The fit has converged when the
+weighted problem at the current mode gains at most ``tol`` in all (it takes the best step
+first and every step gains, so no single add, re-estimate or delete gains more): the
+fixed point of MacKay's and EM's classification updates. Holding ``B`` constant can leave
+no fixed point (a column one mode adds and the next deletes, ``alpha`` moved and moved
+back); after :attr:`Schedule.mode_stall` modes in a row that have not raised the best
+Laplace evidence by ``tol`` the fit returns to the best one, and the Laplace evidence
+itself judges the steps its weighted problem proposes: each step that gains more than
+``tol`` there, best first, is taken alone and the mode found again, and the first that
+raises the Laplace evidence by more than ``tol`` is kept, until none does. The fit then
+ends converged: no single add, re-estimate or delete the weighted problem at the returned
+mode proposes raises the Laplace evidence by more than ``tol``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from bayes_rvm.evidence import column_gain, own_sparsity_quality
+from bayes_rvm.laplace import (
+    Bernoulli,
+    LaplaceMode,
+    hessian_factor,
+    log_evidence_laplace,
+    posterior_mode,
+)
+from bayes_rvm.solvers._assemble import End, assemble
+from bayes_rvm.solvers._base import Prior, TargetMoments, Type2Result
+from bayes_rvm.solvers._compiled import Ascent, Status
+from bayes_rvm.solvers._schedule import Schedule
+
+__all__ = ["fit_bernoulli"]
+
+
+def _weighted_problem(
+    Phi: np.ndarray, link: Bernoulli, F: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Gaussian problem at latent values ``F``: ``B = Phi~^T`` of the row-scaled design
+    (normalised columns), its target, and the column norms."""
+    curvature, residual = link.irls(F)
+    root = np.sqrt(curvature[:, 0, 0])  # Tipping (2001) eq. 25: B = diag(w y (1 - y))
+    # Tipping & Faul (2003) Sec. 4: B t^ = B F + (t - y), scaled by B^-1/2
+    target = np.divide(root**2 * F + residual, root, out=np.zeros_like(F), where=root > 0)
+    design = root[:, None] * Phi
+    sq_norms = np.einsum("ij,ij->j", design, design)
+    scales = np.where(sq_norms > 0, np.sqrt(sq_norms), 1.0)
+    return np.ascontiguousarray((design / scales).T), target, scales
+
+
+def fit_bernoulli(
+    Phi: np.ndarray,
+    link: Bernoulli,
+    *,
+    prior: Prior,
+    tol: float,
+    max_iter: int,
+    schedule: Schedule,
+    verbose: bool = False,
+) -> Type2Result | None:
+    """The sequential fit of a Bernoulli likelihood on the basis ``Phi`` held in memory
+    (module notes); ``None`` when a posterior precision lost positive definiteness.
+    ``max_iter`` bounds the steps of all the weighted problems together."""
+    N = Phi.shape[0]
+    options = {
+        "prior": prior, "tol": tol, "schedule": schedule,
+        "targets": TargetMoments.of(np.ones(N)),  # unit noise: the floor is never reached
+    }  # fmt: skip
+    state = _State.at(Phi, link, np.zeros(0, dtype=np.intp), np.zeros(0), None)  # y = 1/2
+    best, path = state, [state.log_evidence]  # the Laplace evidence at each mode
+    steps, stalled, radius = 0, 0, schedule.mode_gain
+    while True:
+        ascent, scales = _weighted_ascent(Phi, link, state, options, max_iter - steps, radius)
+        status = ascent.run()
+        if status == Status.NOT_PD:
+            return None
+        steps += ascent.steps
+        claimed = ascent.log_evidence - ascent.path[0]  # the weighted problem's gain
+        if status == Status.CONVERGED and claimed <= tol:  # certified at this mode
+            converged = True
+            break
+        if status == Status.MAX_ITER:
+            converged = False
+            break
+        index, alpha_unit = ascent.model()
+        order = np.argsort(index, kind="stable")
+        active = index[order]
+        alpha = alpha_unit[order] * scales[active] ** 2  # phi~_j = phi_j / scale_j
+        same = np.array_equal(active, state.active)
+        previous = state.log_evidence
+        state = _State.at(Phi, link, active, alpha, state.mode.mu if same else None)
+        path.append(state.log_evidence)
+        # the trust region: the evidence gained against the gain the steps claimed
+        ratio = (state.log_evidence - previous) / claimed
+        if ratio > 0.75:
+            radius = min(2.0 * radius, schedule.mode_gain_max)
+        elif ratio < 0.25:
+            radius = max(0.5 * radius, schedule.mode_gain_min)
+        if verbose:
+            print(
+                f"[sequential] mode after {steps} steps: M={active.size}, Laplace log "
+                f"evidence {state.log_evidence:.6f} (claimed {claimed:.3g}), radius {radius:.3g}"
+            )
+        if state.log_evidence > best.log_evidence + tol:
+            best, stalled = state, 0
+        else:
+            stalled += 1
+        if stalled == schedule.mode_stall:  # no fixed point: from the best model seen
+            state, used, converged = _settle(Phi, link, best, options, max_iter - steps)
+            steps += used
+            break
+    S, Q = _gain_inputs(Phi, link, state, options)
+    end = End(S, Q, path, steps, converged)
+    return assemble(
+        state.chol, state.mode.mu, state.F, link.t, state.active, state.alpha, 1.0, prior,
+        link, True, end, N,
+    )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True)
+class _State:
+    """A model (active columns, their ``alpha``) at its Laplace mode: the mode, the factor
+    of the Hessian there, the latent values ``F = Phi_a w*`` and the Laplace evidence."""
+
+    active: np.ndarray
+    alpha: np.ndarray
+    mode: LaplaceMode
+    chol: np.ndarray
+    F: np.ndarray
+    log_evidence: float
+
+    @classmethod
+    def at(cls, Phi, link, active, alpha, w0) -> _State:
+        """The mode of ``p(w | t, alpha)`` on the columns ``active`` (IRLS from ``w0``)."""
+        Phi_a = Phi[:, active]
+        mode = posterior_mode(Phi_a, link, alpha, w0)
+        F = Phi_a @ mode.mu
+        # Tipping (2001) eq. 25: the Hessian Phi^T B Phi + A at the mode
+        chol = hessian_factor(Phi_a, link.irls(F)[0], alpha)
+        mode = dataclasses.replace(mode, precision_chol=chol)
+        # Bishop (2006) eq. 7.114
+        return cls(active, alpha, mode, chol, F, log_evidence_laplace(mode, alpha))
+
+
+def _weighted_ascent(
+    Phi, link, state: _State, options: dict, budget: int, limit: float = np.inf
+) -> tuple[Ascent, np.ndarray]:
+    """The compiled ascent (noise fixed at 1) on the weighted problem at ``state``'s mode,
+    from ``state``'s model, and the column norms of that problem."""
+    B, target, scales = _weighted_problem(Phi, link, state.F)
+    if not state.active.size:
+        ascent = Ascent(B, target, 1.0, learn_noise=False, max_iter=budget, limit=limit, **options)
+        return ascent, scales
+    alpha_unit = state.alpha / scales[state.active] ** 2
+    ascent = Ascent.resume(
+        B, target, state.active, alpha_unit, 1.0, learn_noise=False, max_iter=budget,
+        limit=limit, **options,
+    )  # fmt: skip
+    return ascent, scales
+
+
+def _settle(Phi, link, state: _State, options: dict, budget: int) -> tuple[_State, int, bool]:
+    """From ``state``, the steps its weighted problem proposes (gain above ``tol``), best
+    first, each taken alone and judged by the Laplace evidence at its mode; the first that
+    raises it by more than ``tol`` is kept and the proposals are made again at its mode.
+    Returns the model where none does (and ``True``), or where ``budget`` steps ran out
+    (``False``), and the steps taken."""
+    tol = options["tol"]
+    steps = 0
+    while True:
+        ascent, scales = _weighted_ascent(Phi, link, state, options, 0)
+        S, Q = ascent.readd_gain_inputs()
+        alpha = np.full(S.size, np.inf)
+        alpha[state.active] = state.alpha / scales[state.active] ** 2
+        gain, proposed = column_gain(*own_sparsity_quality(S, Q, alpha), alpha)
+        for j in np.argsort(-gain, kind="stable"):
+            if not gain[j] > tol:
+                return state, steps, True
+            if steps >= budget:
+                return state, steps, False
+            steps += 1
+            model = dict(zip(state.active.tolist(), state.alpha.tolist(), strict=True))
+            if np.isinf(proposed[j]):
+                del model[int(j)]
+            else:
+                model[int(j)] = proposed[j] * scales[j] ** 2
+            active = np.array(sorted(model), dtype=np.intp)
+            candidate = _State.at(Phi, link, active, np.array([model[k] for k in active]), None)
+            if candidate.log_evidence > state.log_evidence + tol:
+                state = candidate
+                break
+        else:
+            return state, steps, True
+
+
+def _gain_inputs(Phi, link, state: _State, options: dict) -> tuple[np.ndarray, np.ndarray]:
+    """``S, Q`` of every column on the weighted problem at ``state``'s mode, exact."""
+    return _weighted_ascent(Phi, link, state, options, 0)[0].readd_gain_inputs()
