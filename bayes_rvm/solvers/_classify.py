@@ -81,7 +81,9 @@ def fit_bernoulli(
     ``max_iter`` bounds the steps of all the weighted problems together."""
     N = Phi.shape[0]
     options = {
-        "prior": prior, "tol": tol, "schedule": schedule,
+        # every weighted problem is weighed again after its steps: its re-estimates need
+        # more than tol, as its adds and deletes do (the certificate's own threshold)
+        "prior": prior, "tol": tol, "schedule": dataclasses.replace(schedule, polish=1.0),
         "targets": TargetMoments.of(np.ones(N)),  # unit noise: the floor is never reached
     }  # fmt: skip
     state = _State.at(Phi, link, np.zeros(0, dtype=np.intp), np.zeros(0), None)  # y = 1/2
