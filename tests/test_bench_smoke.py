@@ -62,6 +62,7 @@ SMALL_RUNS = {
         "diabetes",
         "--splits",
         "1",
+        "--no-usps",
     ],
     "scale-rvr": ["bench_scale.py", "--case", "rvr", "--n", "600"],
     "scale-rvc": ["bench_scale.py", "--case", "rvc", "--n", "600"],
