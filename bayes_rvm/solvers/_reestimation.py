@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from bayes_rvm import _linalg, laplace
-from bayes_rvm._blocks import weighted_sq_norms
+from bayes_rvm import _blocks, _linalg, laplace
 from bayes_rvm.basis import Basis
 from bayes_rvm.evidence import (
     Prior,
@@ -248,9 +247,9 @@ class LaplaceStep:
 
     def initial_alpha(self) -> np.ndarray:
         # prior variance of each latent function equal to 1 on average over the (weighted) rows
-        n, n_basis = self.Phi.shape
-        weights = self.link.weights
-        return initial_alpha(weighted_sq_norms(self.Phi, weights), np.ones(n), n_basis, weights)
+        (n, n_basis), weights = self.Phi.shape, self.link.weights
+        norms = _blocks.weighted_sq_norms(self.Phi, weights)
+        return initial_alpha(norms, np.ones(n), n_basis, weights)
 
     def start(self) -> np.ndarray:
         """The first active columns: all of them, or (a working set, when the whole basis
