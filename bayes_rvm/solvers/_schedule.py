@@ -39,7 +39,10 @@ class Start:
 @dataclasses.dataclass(frozen=True)
 class Schedule:
     """The sequential solver's schedule: which path a fit takes, the compiled path's
-    starts and ascents, the tolerances both paths share, and the large path's settings.
+    starts and ascents, the tolerances both paths share, and the large path's settings
+    (the attributes from ``large_start_noise`` on: classification on a basis over
+    ``dense_bytes``, and Gaussian bases over it that are neither reduced nor fitted on a
+    working set).
 
     Attributes
     ----------
@@ -135,14 +138,9 @@ class Schedule:
         the first :attr:`compress_block` of them (evenly spaced). A basis that
         compresses (a broad kernel) takes the large path, which reaches higher optima
         there.
-
-    The large path's settings (classification on a basis over ``dense_bytes``; Gaussian
-    bases over it that are neither reduced nor fitted on a working set;
-    :mod:`bayes_rvm.solvers.sequential`):
-
     large_start_noise : float
-        Its starting noise variance as a fraction of ``var(t)``: below the noise optimum,
-        so that the greedy path starts on the over-fitted side.
+        The large path's starting noise variance as a fraction of ``var(t)``: below the
+        noise optimum, so that the greedy path starts on the over-fitted side.
     prefetch : int
         Columns whose products ``Phi^T phi_j`` one pass over the basis computes together.
     flush : int
