@@ -111,11 +111,7 @@ def fit_bernoulli(
         state = _State.at(Phi, link, active, alpha, state.mode.mu if same else None)
         path.append(state.log_evidence)
         # the trust region: the evidence gained against the gain the steps claimed
-        ratio = (state.log_evidence - previous) / claimed
-        if ratio > 0.75:
-            radius = min(2.0 * radius, schedule.mode_gain_max)
-        elif ratio < 0.25:
-            radius = max(0.5 * radius, schedule.mode_gain_min)
+        radius = schedule.mode_radius(radius, (state.log_evidence - previous) / claimed)
         if verbose:
             print(
                 f"[sequential] mode after {steps} steps: M={active.size}, Laplace log "

@@ -209,11 +209,7 @@ class ModeLoop:
         claimed = run.log_ev - self.anchor
         if claimed > 0:
             # trust region: the ratio of the evidence gained to the gain the steps claimed
-            ratio = (log_ev - self.anchor) / claimed
-            if ratio > 0.75:
-                self.radius = min(2.0 * self.radius, self.schedule.mode_gain_max)
-            elif ratio < 0.25:
-                self.radius = max(0.5 * self.radius, self.schedule.mode_gain_min)
+            self.radius = self.schedule.mode_radius(self.radius, (log_ev - self.anchor) / claimed)
         gain = run.record(log_ev)
         self.anchor = log_ev
         if self.verbose:

@@ -248,6 +248,16 @@ class Schedule:
         n_rows, n_basis = shape
         return 8 * n_rows * n_basis <= self.mode_dense_bytes
 
+    def mode_radius(self, radius: float, ratio: float) -> float:
+        """Classification's trust radius after a mode update whose Laplace evidence gain
+        was ``ratio`` times the gain the steps claimed: doubled (up to ``mode_gain_max``)
+        above 3/4, halved (down to ``mode_gain_min``) below 1/4."""
+        if ratio > 0.75:
+            return min(2.0 * radius, self.mode_gain_max)
+        if ratio < 0.25:
+            return max(0.5 * radius, self.mode_gain_min)
+        return radius
+
     def reduces(self, shape: tuple[int, int]) -> bool:
         """Whether a Gaussian fit of a basis of ``shape`` (rows, columns) runs on the
         triangular factor of ``[Phi | t]`` (:meth:`~bayes_rvm.basis.Basis.reduce`): a
