@@ -7,9 +7,14 @@ target ``t^ = Phi w* + B^-1 (t - y)`` (Tipping & Faul 2003, Sec. 4; Tipping 2001
 25-26). With the rows scaled by ``B^1/2`` that is a Gaussian problem at unit noise
 precision: design ``B^1/2 Phi`` and target ``B^1/2 t^ = B^-1/2 (B F + t - y)``
 (``F = Phi w*``), whose products ``Phi^T B Phi`` and ``Phi^T (B F + t - y)`` never form
-``B^-1``. The compiled loop (:class:`~bayes_rvm.solvers._compiled.Ascent`, noise fixed)
-takes steps on it from the current model, and the mode is found again (IRLS over the
-active set) before a step would take the gain the steps claim beyond a radius.
+``B^-1``. The scaled design is not formed either: the compiled loop takes ``Phi^T``, held
+once for the whole fit, with the row scales ``B^1/2`` and the column scales of each mode
+(:class:`~bayes_rvm.solvers._compiled.Ascent`, ``rows`` and ``cols``), so that a mode
+costs two passes over ``Phi^T`` (the column norms and ``Phi^T`` times the target) and the
+products of the active columns with every column. The compiled loop (noise fixed) takes
+steps on it from the current model, and the mode is found again (IRLS over the active
+set) before a step would take the gain the steps claim
+beyond a radius.
 
 The weighted problem holds ``B`` constant while its steps move ``alpha``, and ``B`` moves
 with ``alpha`` (Bishop 2006, eq. 7.114), so the claim is trusted as far as the Laplace
@@ -52,18 +57,19 @@ __all__ = ["fit_bernoulli"]
 
 
 def _weighted_problem(
-    Phi: np.ndarray, link: Bernoulli, F: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The Gaussian problem at latent values ``F``: ``B = Phi~^T`` of the row-scaled design
-    (normalised columns), its target, and the column norms."""
+    PhiT: np.ndarray, link: Bernoulli, F: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The Gaussian problem at latent values ``F``: the row scales ``B^1/2``, the target,
+    the norms of the row-scaled columns (1 for a column the weights zero) and the column
+    scales of the design (their inverses; 0 for a column the weights zero)."""
     curvature, residual = link.irls(F)
-    root = np.sqrt(curvature[:, 0, 0])  # Tipping (2001) eq. 25: B = diag(w y (1 - y))
+    weight = curvature[:, 0, 0]  # Tipping (2001) eq. 25: B = diag(w y (1 - y))
+    root = np.sqrt(weight)
     # Tipping & Faul (2003) Sec. 4: B t^ = B F + (t - y), scaled by B^-1/2
-    target = np.divide(root**2 * F + residual, root, out=np.zeros_like(F), where=root > 0)
-    design = root[:, None] * Phi
-    sq_norms = np.einsum("ij,ij->j", design, design)
+    target = np.divide(weight * F + residual, root, out=np.zeros_like(F), where=root > 0)
+    sq_norms = np.einsum("ij,ij,j->i", PhiT, PhiT, weight)  # diag(Phi^T B Phi)
     scales = np.where(sq_norms > 0, np.sqrt(sq_norms), 1.0)
-    return np.ascontiguousarray((design / scales).T), target, scales
+    return root, target, scales, np.where(sq_norms > 0, 1.0 / scales, 0.0)
 
 
 def fit_bernoulli(
@@ -80,17 +86,18 @@ def fit_bernoulli(
     (module notes); ``None`` when a posterior precision lost positive definiteness.
     ``max_iter`` bounds the steps of all the weighted problems together."""
     N = Phi.shape[0]
+    PhiT = np.ascontiguousarray(Phi.T)  # the columns as rows, once for every mode
     options = {
         # every weighted problem is weighed again after its steps: its re-estimates need
         # more than tol, as its adds and deletes do (the certificate's own threshold)
         "prior": prior, "tol": tol, "schedule": dataclasses.replace(schedule, polish=1.0),
         "targets": TargetMoments.of(np.ones(N)),  # unit noise: the floor is never reached
     }  # fmt: skip
-    state = _State.at(Phi, link, np.zeros(0, dtype=np.intp), np.zeros(0), None)  # y = 1/2
+    state = _State.at(PhiT, link, np.zeros(0, dtype=np.intp), np.zeros(0), None)  # y = 1/2
     best, path = state, [state.log_evidence]  # the Laplace evidence at each mode
     steps, stalled, radius = 0, 0, schedule.mode_gain
     while True:
-        ascent, scales = _weighted_ascent(Phi, link, state, options, max_iter - steps, radius)
+        ascent, scales = _weighted_ascent(PhiT, link, state, options, max_iter - steps, radius)
         status = ascent.run()
         if status == Status.NOT_PD:
             return None
@@ -108,7 +115,7 @@ def fit_bernoulli(
         alpha = alpha_unit[order] * scales[active] ** 2  # phi~_j = phi_j / scale_j
         same = np.array_equal(active, state.active)
         previous = state.log_evidence
-        state = _State.at(Phi, link, active, alpha, state.mode.mu if same else None)
+        state = _State.at(PhiT, link, active, alpha, state.mode.mu if same else None)
         path.append(state.log_evidence)
         # the trust region: the evidence gained against the gain the steps claimed
         radius = schedule.mode_radius(radius, (state.log_evidence - previous) / claimed)
@@ -122,10 +129,10 @@ def fit_bernoulli(
         else:
             stalled += 1
         if stalled == schedule.mode_stall:  # no fixed point: from the best model seen
-            state, used, converged = _settle(Phi, link, best, options, max_iter - steps)
+            state, used, converged = _settle(PhiT, link, best, options, max_iter - steps)
             steps += used
             break
-    S, Q = _gain_inputs(Phi, link, state, options)
+    S, Q = _gain_inputs(PhiT, link, state, options)
     end = End(S, Q, path, steps, converged)
     return assemble(
         state.chol, state.mode.mu, state.F, link.t, state.active, state.alpha, 1.0, prior,
@@ -146,9 +153,9 @@ class _State:
     log_evidence: float
 
     @classmethod
-    def at(cls, Phi, link, active, alpha, w0) -> _State:
+    def at(cls, PhiT, link, active, alpha, w0) -> _State:
         """The mode of ``p(w | t, alpha)`` on the columns ``active`` (IRLS from ``w0``)."""
-        Phi_a = Phi[:, active]
+        Phi_a = np.ascontiguousarray(PhiT[active].T)
         mode = posterior_mode(Phi_a, link, alpha, w0)
         F = Phi_a @ mode.mu
         # Tipping (2001) eq. 25: the Hessian Phi^T B Phi + A at the mode
@@ -159,23 +166,22 @@ class _State:
 
 
 def _weighted_ascent(
-    Phi, link, state: _State, options: dict, budget: int, limit: float = np.inf
+    PhiT, link, state: _State, options: dict, budget: int, limit: float = np.inf
 ) -> tuple[Ascent, np.ndarray]:
     """The compiled ascent (noise fixed at 1) on the weighted problem at ``state``'s mode,
     from ``state``'s model, and the column norms of that problem."""
-    B, target, scales = _weighted_problem(Phi, link, state.F)
+    root, target, scales, cols = _weighted_problem(PhiT, link, state.F)
+    options = {**options, "learn_noise": False, "max_iter": budget, "limit": limit}
     if not state.active.size:
-        ascent = Ascent(B, target, 1.0, learn_noise=False, max_iter=budget, limit=limit, **options)
-        return ascent, scales
+        return Ascent(PhiT, target, 1.0, rows=root, cols=cols, **options), scales
     alpha_unit = state.alpha / scales[state.active] ** 2
     ascent = Ascent.resume(
-        B, target, state.active, alpha_unit, 1.0, learn_noise=False, max_iter=budget,
-        limit=limit, **options,
-    )  # fmt: skip
+        PhiT, target, state.active, alpha_unit, 1.0, rows=root, cols=cols, **options
+    )
     return ascent, scales
 
 
-def _settle(Phi, link, state: _State, options: dict, budget: int) -> tuple[_State, int, bool]:
+def _settle(PhiT, link, state: _State, options: dict, budget: int) -> tuple[_State, int, bool]:
     """From ``state``, the steps its weighted problem proposes (gain above ``tol``), best
     first, each taken alone and judged by the Laplace evidence at its mode; the first that
     raises it by more than ``tol`` is kept and the proposals are made again at its mode.
@@ -184,7 +190,7 @@ def _settle(Phi, link, state: _State, options: dict, budget: int) -> tuple[_Stat
     tol = options["tol"]
     steps = 0
     while True:
-        ascent, scales = _weighted_ascent(Phi, link, state, options, 0)
+        ascent, scales = _weighted_ascent(PhiT, link, state, options, 0)
         S, Q = ascent.readd_gain_inputs()
         alpha = np.full(S.size, np.inf)
         alpha[state.active] = state.alpha / scales[state.active] ** 2
@@ -201,7 +207,8 @@ def _settle(Phi, link, state: _State, options: dict, budget: int) -> tuple[_Stat
             else:
                 model[int(j)] = proposed[j] * scales[j] ** 2
             active = np.array(sorted(model), dtype=np.intp)
-            candidate = _State.at(Phi, link, active, np.array([model[k] for k in active]), None)
+            alpha = np.array([model[k] for k in active])
+            candidate = _State.at(PhiT, link, active, alpha, None)
             if candidate.log_evidence > state.log_evidence + tol:
                 state = candidate
                 break
@@ -209,6 +216,6 @@ def _settle(Phi, link, state: _State, options: dict, budget: int) -> tuple[_Stat
             return state, steps, True
 
 
-def _gain_inputs(Phi, link, state: _State, options: dict) -> tuple[np.ndarray, np.ndarray]:
+def _gain_inputs(PhiT, link, state: _State, options: dict) -> tuple[np.ndarray, np.ndarray]:
     """``S, Q`` of every column on the weighted problem at ``state``'s mode, exact."""
-    return _weighted_ascent(Phi, link, state, options, 0)[0].readd_gain_inputs()
+    return _weighted_ascent(PhiT, link, state, options, 0)[0].readd_gain_inputs()

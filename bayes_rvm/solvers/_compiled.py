@@ -87,7 +87,11 @@ class Ascent:
     Parameters
     ----------
     B : ndarray of shape (n_basis, N)
-        ``Phi~^T``, the normalised basis transposed.
+        ``Phi~^T``, the normalised basis transposed; with ``rows`` and ``cols``, ``Phi^T``
+        of the design ``Phi~ = diag(rows) Phi diag(cols)``, which is never formed (the
+        products of a column about to be added are then one matrix-vector product with
+        ``Phi^T`` too: classification's weighted problems, one per Laplace mode, on one
+        ``Phi^T``).
     t : ndarray of shape (N,)
     beta : float
         Starting noise precision.
@@ -112,18 +116,27 @@ class Ascent:
     limit : float, optional
         :meth:`run` answers ``LIMIT`` before a step that would take the log evidence more
         than this above the start (a trust region; the first step is always taken).
+    rows, cols : ndarray of shape (N,) and (n_basis,), optional
+        The row and column scales of a row-weighted design (``B`` above); ``cols_j = 0``
+        leaves column ``j`` out.
     """
 
     def __init__(
         self, B, t, beta, *, learn_noise, prior, tol, max_iter, schedule, targets, full_t=None,
-        gram=None, ceiling=math.inf, limit=math.inf,
+        gram=None, ceiling=math.inf, limit=math.inf, rows=None, cols=None,
     ):  # fmt: skip
         n_basis, N = B.shape
         self.B, self.t = B, t
         full_t = t if full_t is None else full_t
         self.n_rows = full_t.size
-        self.phi_t = B @ t
-        self.unit = (np.einsum("ij,ij->i", B, B) > 0).astype(np.float64)
+        if rows is None:
+            self.rows = self.cols = np.zeros(0)
+            self.phi_t = B @ t
+            self.unit = (np.einsum("ij,ij->i", B, B) > 0).astype(np.float64)
+        else:
+            self.rows, self.cols = rows, cols
+            self.phi_t = cols * (B @ (rows * t))
+            self.unit = (cols > 0).astype(np.float64)
         self.learn_noise = learn_noise
         self.prior = prior
         # the Gamma(c, d) noise hyperprior enters the objective when the noise is learned
@@ -167,7 +180,7 @@ class Ascent:
     @classmethod
     def resume(
         cls, B, t, idx, alpha, beta, *, prior, tol, max_iter, schedule, targets, full_t=None,
-        learn_noise=True, gram=None, limit=math.inf,
+        learn_noise=True, gram=None, limit=math.inf, rows=None, cols=None,
     ) -> Ascent:  # fmt: skip
         """An ascent that starts from the model of the columns ``idx`` of ``B`` at
         precisions ``alpha`` and noise precision ``beta``, fitted before (on fewer columns,
@@ -176,15 +189,20 @@ class Ascent:
         once when the posterior precision of that model is not positive definite."""
         ascent = cls(
             B, t, beta, learn_noise=learn_noise, prior=prior, tol=tol, max_iter=max_iter,
-            schedule=schedule, full_t=full_t, targets=targets, gram=gram, limit=limit,
+            schedule=schedule, full_t=full_t, targets=targets, gram=gram, limit=limit, rows=rows,
+            cols=cols,
         )  # fmt: skip
         M = idx.size
         while ascent.alpha.size < M:
             ascent._grow()
         ascent.idx[:M], ascent.alpha[:M] = idx, alpha
         ascent.position[idx] = np.arange(M)
-        ascent.Phi[:M] = B[idx]
-        ascent.C[:M] = B[idx] @ B.T
+        if rows is None:
+            ascent.Phi[:M] = B[idx]
+            ascent.C[:M] = B[idx] @ B.T
+        else:  # the design's rows and their products, Phi~_a^T Phi~ = (rows o Phi~_a)^T Phi cols
+            ascent.Phi[:M] = B[idx] * rows * cols[idx, None]
+            ascent.C[:M] = ((ascent.Phi[:M] * rows) @ B.T) * cols
         ascent.istate[_slots.I_M] = M
         ascent.istate[_slots.I_PROBE] = 0  # a fitted model, not a start from below
         ascent.fstate[_slots.F_INNER] = tol
@@ -242,11 +260,11 @@ class Ascent:
         while True:
             code = Status(
                 _kernels().ascend(
-                    self.B, self.t, self.n_rows, self.phi_t, self.unit, self.idx, self.alpha,
-                    self.C, self.Phi, self.Sigma, self.mu, self.L, self.position, self.S, self.Q,
-                    self.istate, self.fstate, self.unresolved, self.path, self.learn_noise,
-                    self.has_hyper, self.prior.c, self.prior.d, self.max_iter, settings,
-                    self.gram.rows, self.gram.fetched,
+                    self.B, self.rows, self.cols, self.t, self.n_rows, self.phi_t, self.unit,
+                    self.idx, self.alpha, self.C, self.Phi, self.Sigma, self.mu, self.L,
+                    self.position, self.S, self.Q, self.istate, self.fstate, self.unresolved,
+                    self.path, self.learn_noise, self.has_hyper, self.prior.c, self.prior.d,
+                    self.max_iter, settings, self.gram.rows, self.gram.fetched,
                 )
             )  # fmt: skip
             if code == Status.FULL:

@@ -32,7 +32,6 @@ import numba
 import numpy as np
 
 from bayes_rvm.solvers._exact import gains, noise_update, refactor, refresh
-from bayes_rvm.solvers._factor import copy_row
 from bayes_rvm.solvers._slots import (
     ABOVE,
     CONVERGED,
@@ -60,6 +59,7 @@ from bayes_rvm.solvers._slots import (
 from bayes_rvm.solvers._updates import (
     add_column,
     defer_factor,
+    design_row,
     exact_inactive,
     fetch,
     flush_pending,
@@ -82,14 +82,16 @@ _NO_COLUMN = cast(int, np.int64(-1))
 
 @_jit
 def ascend(
-    B, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S, Q,
-    istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
+    B, rows, cols, t, n_rows, phi_t, unit, idx, alpha, C, Phi, Sigma, mu, L_keep, position, S,
+    Q, istate, fstate, unresolved, path, learn_noise, has_hyper, c, d, max_iter, settings,
     gram, fetched,
 ):  # fmt: skip
     """Steps until converged; returns a code (:data:`CONVERGED`, :data:`MAX_ITER`, ...).
 
     ``n_rows`` is ``N`` of eq. 36 and 46: ``t.size``, or the number of rows that a reduced
-    design ``B = [R; 0]^T`` with target ``t = [z; r]`` stands for.
+    design ``B = [R; 0]^T`` with target ``t = [z; r]`` stands for. ``rows, cols`` are empty,
+    or ``B`` is ``Phi^T`` of a row-weighted design ``Phi~ = diag(rows) Phi diag(cols)``
+    (:func:`~._updates.design_row`).
 
     An ``alpha`` sub-problem is converged when no step gains more than ``F_INNER`` nats on
     exact ``S, Q`` (or, while ``F_INNER > tol``, after ``sub_steps`` steps); then the
@@ -274,8 +276,8 @@ def ascend(
             # add_column extends the factor: the one the updates give when each is applied as
             # it comes (extended first and updated after, it is the same up to rounding)
             sync_factor(L_keep, istate, updates, deltas)
-            fetch(j, B, gram, fetched, C[M])
-            copy_row(Phi[M], B[j])
+            design_row(j, B, rows, cols, Phi[M])
+            fetch(j, B, rows, cols, Phi[M], gram, fetched, C[M])
             add_column(j, best_alpha, S[j], Q[j], C, Sigma, mu, L_keep, unit, idx, alpha,
                        position, S, Q, istate, fstate)  # fmt: skip
         elif math.isfinite(best_alpha) and defer > 0 and defer_min <= M:

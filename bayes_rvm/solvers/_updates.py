@@ -94,17 +94,41 @@ def flush_pending(pending, terms, count, C, Sigma, S, Q, M, beta):
 
 
 @_inline
-def fetch(j, B, gram, fetched, out):
-    """``out = Phi~^T phi~_j = B B_j``. With a cache (``fetched.size``), row ``j`` of
-    ``gram`` holds that product once ``fetched[j]``: computed on the first fetch, copied on
-    a re-add or in a later ascent on the same ``B``, the same numbers either way."""
+def design_row(j, B, rows, cols, out):
+    """``out = phi~_j``: row ``j`` of ``B``, or on a row-weighted design ``B = Phi^T`` with
+    ``phi~_j = cols_j (rows o phi_j)`` (``rows`` empty: ``B`` is ``Phi~^T`` itself)."""
+    if rows.size == 0:
+        copy_row(out, B[j])
+        return
+    for n in range(rows.size):
+        out[n] = B[j, n] * rows[n] * cols[j]
+
+
+@_inline
+def fetch(j, B, rows, cols, phi, gram, fetched, out):
+    """``out = Phi~^T phi~_j`` for the design row ``phi = phi~_j``: ``B phi``, or on a
+    row-weighted design ``cols o (B (rows o phi))``. With a cache (``fetched.size``), row
+    ``j`` of ``gram`` holds that product once ``fetched[j]``: computed on the first fetch,
+    copied on a re-add or in a later ascent on the same design, the same numbers either
+    way."""
     if fetched.size == 0:
-        product(B, B[j], out)
+        design_product(B, rows, cols, phi, out)
         return
     if not fetched[j]:
-        product(B, B[j], gram[j])
+        design_product(B, rows, cols, phi, gram[j])
         fetched[j] = True
     copy_row(out, gram[j])
+
+
+@_inline
+def design_product(B, rows, cols, phi, out):
+    """``out = Phi~^T phi`` (see :func:`design_row`)."""
+    if rows.size == 0:
+        product(B, phi, out)
+        return
+    product(B, phi * rows, out)
+    for m in range(out.size):
+        out[m] *= cols[m]
 
 
 @_inline
