@@ -13,7 +13,7 @@ once for the whole fit, with the row scales ``B^1/2`` and the column scales of e
 costs two passes over ``Phi^T`` (the column norms and ``Phi^T`` times the target) and the
 products of the active columns with every column. The compiled loop (noise fixed) takes
 steps on it from the current model, and the mode is found again (IRLS over the active
-set) before a step would take the gain the steps claim
+set, from the last mode's weights) before a step would take the gain the steps claim
 beyond a radius.
 
 The weighted problem holds ``B`` constant while its steps move ``alpha``, and ``B`` moves
@@ -113,9 +113,8 @@ def fit_bernoulli(
         order = np.argsort(index, kind="stable")
         active = index[order]
         alpha = alpha_unit[order] * scales[active] ** 2  # phi~_j = phi_j / scale_j
-        same = np.array_equal(active, state.active)
         previous = state.log_evidence
-        state = _State.at(PhiT, link, active, alpha, state.mode.mu if same else None)
+        state = _State.at(PhiT, link, active, alpha, state.weights_on(active))
         path.append(state.log_evidence)
         # the trust region: the evidence gained against the gain the steps claimed
         radius = schedule.mode_radius(radius, (state.log_evidence - previous) / claimed)
@@ -164,6 +163,14 @@ class _State:
         # Bishop (2006) eq. 7.114
         return cls(active, alpha, mode, chol, F, log_evidence_laplace(mode, alpha))
 
+    def weights_on(self, active: np.ndarray) -> np.ndarray:
+        """The mode's weights on the columns ``active`` (0 on a column it does not have):
+        where IRLS starts for a model one or more steps away."""
+        w0 = np.zeros(active.size)
+        _, here, there = np.intersect1d(active, self.active, return_indices=True)
+        w0[here] = self.mode.mu[there]
+        return w0
+
 
 def _weighted_ascent(
     PhiT, link, state: _State, options: dict, budget: int, limit: float = np.inf
@@ -208,7 +215,7 @@ def _settle(PhiT, link, state: _State, options: dict, budget: int) -> tuple[_Sta
                 model[int(j)] = proposed[j] * scales[j] ** 2
             active = np.array(sorted(model), dtype=np.intp)
             alpha = np.array([model[k] for k in active])
-            candidate = _State.at(PhiT, link, active, alpha, None)
+            candidate = _State.at(PhiT, link, active, alpha, state.weights_on(active))
             if candidate.log_evidence > state.log_evidence + tol:
                 state = candidate
                 break
