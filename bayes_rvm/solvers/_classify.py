@@ -96,6 +96,7 @@ def fit_bernoulli(
     state = _State.at(PhiT, link, np.zeros(0, dtype=np.intp), np.zeros(0), None)  # y = 1/2
     best, path = state, [state.log_evidence]  # the Laplace evidence at each mode
     steps, stalled, radius = 0, 0, schedule.mode_gain
+    settled = None  # the exact S, Q of a model where _settle ended
     while True:
         ascent, scales = _weighted_ascent(PhiT, link, state, options, max_iter - steps, radius)
         status = ascent.run()
@@ -128,10 +129,11 @@ def fit_bernoulli(
         else:
             stalled += 1
         if stalled == schedule.mode_stall:  # no fixed point: from the best model seen
-            state, used, converged = _settle(PhiT, link, best, options, max_iter - steps)
+            state, used, settled = _settle(PhiT, link, best, options, max_iter - steps)
             steps += used
+            converged = settled is not None
             break
-    S, Q = _gain_inputs(PhiT, link, state, options)
+    S, Q = _gain_inputs(PhiT, link, state, options) if settled is None else settled
     end = End(S, Q, path, steps, converged)
     return assemble(
         state.chol, state.mode.mu, state.F, link.t, state.active, state.alpha, 1.0, prior,
@@ -188,12 +190,20 @@ def _weighted_ascent(
     return ascent, scales
 
 
-def _settle(PhiT, link, state: _State, options: dict, budget: int) -> tuple[_State, int, bool]:
+def _settle(
+    PhiT, link, state: _State, options: dict, budget: int
+) -> tuple[_State, int, tuple[np.ndarray, np.ndarray] | None]:
     """From ``state``, the steps its weighted problem proposes (gain above ``tol``), best
-    first, each taken alone and judged by the Laplace evidence at its mode; the first that
-    raises it by more than ``tol`` is kept and the proposals are made again at its mode.
-    Returns the model where none does (and ``True``), or where ``budget`` steps ran out
-    (``False``), and the steps taken."""
+    first, each taken alone and judged by the Laplace evidence at its mode: one that
+    raises it by more than ``tol`` is kept, and the next proposal is judged from there.
+    Once a list is through, the proposals are made again at the model reached. Returns
+    the model where a list made at it has no step that does (with that list's exact ``S,
+    Q``), or where ``budget`` steps ran out (with ``None``), and the steps taken.
+
+    A list is made at one model, and each column appears in it once, so a proposal judged
+    after others were kept is still a step on that column from the current model (its
+    ``alpha`` from the list): only the Laplace evidence decides, and only a list made at
+    the returned model ends the search."""
     tol = options["tol"]
     steps = 0
     while True:
@@ -202,11 +212,12 @@ def _settle(PhiT, link, state: _State, options: dict, budget: int) -> tuple[_Sta
         alpha = np.full(S.size, np.inf)
         alpha[state.active] = state.alpha / scales[state.active] ** 2
         gain, proposed = column_gain(*own_sparsity_quality(S, Q, alpha), alpha)
+        kept = False
         for j in np.argsort(-gain, kind="stable"):
             if not gain[j] > tol:
-                return state, steps, True
+                break
             if steps >= budget:
-                return state, steps, False
+                return state, steps, None
             steps += 1
             model = dict(zip(state.active.tolist(), state.alpha.tolist(), strict=True))
             if np.isinf(proposed[j]):
@@ -217,10 +228,9 @@ def _settle(PhiT, link, state: _State, options: dict, budget: int) -> tuple[_Sta
             alpha = np.array([model[k] for k in active])
             candidate = _State.at(PhiT, link, active, alpha, state.weights_on(active))
             if candidate.log_evidence > state.log_evidence + tol:
-                state = candidate
-                break
-        else:
-            return state, steps, True
+                state, kept = candidate, True
+        if not kept:
+            return state, steps, (S, Q)
 
 
 def _gain_inputs(PhiT, link, state: _State, options: dict) -> tuple[np.ndarray, np.ndarray]:
