@@ -168,16 +168,6 @@ class SymmetricScaledBasis(Basis):
     def sq_norms(self) -> np.ndarray:
         return self._norms(self.K, self.tail, None)
 
-    def row_products(
-        self, idx, V: np.ndarray, weights: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The rows of ``K`` and ``T`` as they are held (a copy of the rows alone), the
-        scales applied to the products."""
-        idx = np.asarray(idx, dtype=np.intp)
-        K, tail = self.K[idx], self.tail[idx]
-        products = np.concatenate([K.T @ V, tail.T @ V]) / self.scales[:, None]
-        return products, self._norms(K, tail, weights)
-
     def _norms(self, K: np.ndarray, tail: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
         """``diag(Phi^T W Phi)`` over the rows of ``[K | T]`` given."""
         norms = np.concatenate([weighted_sq_norms(K, weights), weighted_sq_norms(tail, weights)])
@@ -189,6 +179,15 @@ class SymmetricScaledBasis(Basis):
         out[:, : self.n_rows] = self.K
         out[:, self.n_rows :] = self.tail
         out /= self.scales
+        return out
+
+    def transposed(self) -> np.ndarray:
+        """``Phi^T`` without a transposition: the rows of ``K / d`` (``K`` is exactly
+        symmetric, so its row ``j`` is column ``j``) over those of ``T^T / d``."""
+        out = np.empty(self.shape[::-1])
+        n = self.n_rows
+        np.divide(self.K, self.scales[:n, None], out=out[:n])
+        np.divide(self.tail.T, self.scales[n:, None], out=out[n:])
         return out
 
     def in_memory(self) -> Basis:

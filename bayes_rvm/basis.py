@@ -156,19 +156,15 @@ class Basis(ABC):
         a :class:`DenseBasis` of :meth:`toarray` unless the basis has a more compact form."""
         return DenseBasis(self.toarray())
 
+    def transposed(self) -> np.ndarray:
+        """``Phi^T`` as a new C-ordered array (the sequential classification path holds it:
+        the columns as contiguous rows)."""
+        return np.ascontiguousarray(self.toarray().T)
+
     def scaled_in_memory(self, scales: np.ndarray) -> Basis:
         """``Phi / scales`` as a matrix in memory: a :class:`DenseBasis` of
         :meth:`scaled_array` when there is one, else of the columns scaled in blocks."""
         return DenseBasis(self._filled(scales))
-
-    def row_products(
-        self, idx, V: np.ndarray, weights: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``(Phi_r^T V, diag(Phi_r^T W Phi_r))`` for the rows ``Phi_r = Phi[idx]`` alone,
-        ``V`` of shape ``(len(idx), k)`` and ``W = diag(weights)`` (one weight per row of
-        ``idx``). Evaluates the whole matrix unless the basis holds it."""
-        block = self.toarray()[np.asarray(idx, dtype=np.intp)]
-        return block.T @ V, weighted_sq_norms(block, weights)
 
     def evaluated(self) -> Basis:
         """The basis a fit uses: a basis that evaluates its columns on demand returns

@@ -264,9 +264,10 @@ def test_weighted_sq_norms_are_the_diagonal_of_the_weighted_gram_matrix(shape, r
 def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
     """``scaled_in_memory`` of the RVM's square basis: the kernel matrix exactly symmetric
     (its blocks mirrored: here 4 x 4 of them), columns that are those of the scaled
-    matrix to the last bit, and the products of some rows, of one vector (``dsymv``) or
-    of several that are the scaled matrix's to rounding. Other bases are held as their
-    matrix."""
+    matrix to the last bit, its transpose (the classification path's ``Phi^T``, read from
+    the rows of the kernel matrix) to the last bit, and the products of one vector
+    (``dsymv``) or of several that are the scaled matrix's to rounding. Other bases are
+    held as their matrix."""
     X = rng.normal(size=(70, 3))
     basis = KernelBasis(X, RBF(0.4), extra=["linear"])
     basis._square = 20  # square blocks of 20 x 20
@@ -278,11 +279,10 @@ def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
     np.testing.assert_allclose(Phi, ScaledBasis(basis, scales).toarray(), rtol=1e-14)
     idx = np.array([71, 3, 70, 69, 0, 73])  # bias, kernel and linear columns
     np.testing.assert_array_equal(held.columns(idx), Phi[:, idx])
+    transposed = held.transposed()
+    assert transposed.flags.c_contiguous
+    np.testing.assert_array_equal(transposed, Phi.T)
     weights = rng.random(70)
-    rows, V = np.array([3, 69, 0]), rng.normal(size=(3, 2))
-    products, norms = held.row_products(rows, V, weights[rows])
-    np.testing.assert_allclose(products, Phi[rows].T @ V, rtol=1e-13)
-    np.testing.assert_allclose(norms, weights[rows] @ Phi[rows] ** 2, rtol=1e-13)
     for V in (rng.normal(size=70), rng.normal(size=(70, 1)), rng.normal(size=(70, 4))):
         products, norms = held.transpose_dot_with_norms(V, weights)
         assert products.shape == (basis.n_columns, *V.shape[1:])
@@ -297,6 +297,8 @@ def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
         in_memory = ScaledBasis(other, np.full(other.n_columns, 2.0)).in_memory()
         assert isinstance(in_memory, DenseBasis)
         np.testing.assert_array_equal(in_memory.toarray(), other.toarray() / 2.0)
+        assert in_memory.transposed().flags.c_contiguous
+        np.testing.assert_array_equal(in_memory.transposed(), other.toarray().T / 2.0)
 
 
 def test_a_wrapping_basis_takes_the_threads_of_the_wrapped_one(rng):

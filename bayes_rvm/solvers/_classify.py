@@ -73,7 +73,7 @@ def _weighted_problem(
 
 
 def fit_bernoulli(
-    Phi: np.ndarray,
+    PhiT: np.ndarray,
     link: Bernoulli,
     *,
     prior: Prior,
@@ -82,11 +82,11 @@ def fit_bernoulli(
     schedule: Schedule,
     verbose: bool = False,
 ) -> Type2Result | None:
-    """The sequential fit of a Bernoulli likelihood on the basis ``Phi`` held in memory
-    (module notes); ``None`` when a posterior precision lost positive definiteness.
-    ``max_iter`` bounds the steps of all the weighted problems together."""
-    N = Phi.shape[0]
-    PhiT = np.ascontiguousarray(Phi.T)  # the columns as rows, once for every mode
+    """The sequential fit of a Bernoulli likelihood on the basis ``Phi`` held in memory as
+    ``PhiT`` (``Phi^T``, C-ordered: the columns as rows; module notes); ``None`` when a
+    posterior precision lost positive definiteness. ``max_iter`` bounds the steps of all
+    the weighted problems together."""
+    N = PhiT.shape[1]
     options = {
         # every weighted problem is weighed again after its steps: its re-estimates need
         # more than tol, as its adds and deletes do (the certificate's own threshold)

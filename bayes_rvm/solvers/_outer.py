@@ -7,7 +7,6 @@ import dataclasses
 
 import numpy as np
 
-from bayes_rvm.basis import BLOCK_BYTES, Basis
 from bayes_rvm.evidence import Prior, noise_variance
 from bayes_rvm.laplace import Bernoulli, hessian_factor, log_evidence_laplace, posterior_mode
 from bayes_rvm.solvers._ascent import Ascent, Outcome
@@ -85,30 +84,13 @@ class ModeLoop:
     likewise treat ``B`` as constant in ``alpha``. Between updates the path follows the
     weighted Gaussian objective; each update resets it to the Laplace evidence (Bishop
     2006, eq. 7.114), so the path need not increase across updates.
-
-    With the basis in memory (``rows``: that basis and its column norms), an update
-    re-weighs only the rows whose weight ``B_n`` or weighted target ``(B t^)_n`` moved by
-    more than ``mode_rows`` times the largest ``y (1 - y)`` (times the row's likelihood
-    weight) since they were last weighed: the products are then exact for weights within
-    that distance of ``B`` (a Gaussian problem of its own, which the steps follow), at a
-    cost proportional to those rows.
-    The Laplace evidence is always that of the exact mode and Hessian, and the ascent
-    ends (:meth:`ascend`) only on products weighed in full at the final mode.
     """
 
-    def __init__(
-        self,
-        link: Bernoulli,
-        prior: Prior,
-        schedule: Schedule,
-        verbose: bool,
-        rows: tuple[Basis, np.ndarray] | None = None,
-    ):
+    def __init__(self, link: Bernoulli, prior: Prior, schedule: Schedule, verbose: bool):
         self.link = link
         self.prior = prior
         self.schedule = schedule
         self.verbose = verbose
-        self.rows = rows
         self.restart()
 
     def restart(self) -> None:
@@ -118,21 +100,15 @@ class ModeLoop:
         self.best = -np.inf  # the best log evidence at a mode, and its model
         self.best_model = (np.zeros(0, dtype=np.intp), np.zeros(0))
         self.stalled = 0  # updates since the best improved by tol
-        # the weights B and weighted target B t^ the products hold, and whether they are
-        # those of the last mode (not only within mode_rows of them)
-        self.weights = self.target = np.zeros(0)
-        self.exact = False
-        self.moved = 0  # rows re-weighed by the last update
 
     def due(self, run: Ascent, gain: float) -> bool:
         """Whether a step of ``gain`` would take the claimed gain since the last mode
         beyond ``radius`` nats: the mode is found first."""
         return run.log_ev + gain - self.anchor > self.radius
 
-    def weigh(self, run: Ascent, F: np.ndarray, exact: bool = True) -> np.ndarray:
-        """The weighted problem at latent values ``F = Phi_a mu`` (all of ``run.ws``);
-        ``exact=False`` re-weighs only the rows that moved (with ``rows``). Returns the
-        weights ``B`` at ``F``."""
+    def weigh(self, run: Ascent, F: np.ndarray) -> np.ndarray:
+        """The weighted problem at latent values ``F = Phi_a mu`` (all of ``run.ws``).
+        Returns the weights ``B`` at ``F``."""
         ws = run.ws
         # Tipping (2001) eq. 25: B = diag(w y (1 - y)), and the residual w (t - y)
         curvature, residual = self.link.irls(F)
@@ -140,69 +116,21 @@ class ModeLoop:
         # Tipping & Faul (2003) Sec. 4: B t^ = B F + (t - y)
         target = weights * F + residual
         M = ws.M
-        if not (exact or self.rows is None or self.weights.size != weights.size):
-            # per row, mode_rows x the largest y (1 - y) times the row's likelihood weight
-            # (a row of weight 2 moves when its two copies would)
-            counts = np.ones_like(weights) if self.link.weights is None else self.link.weights
-            # Tipping (2001) eq. 25 without the weights: y (1 - y)
-            curvature = np.divide(weights, counts, out=np.zeros_like(weights), where=counts > 0)
-            limit = self.schedule.mode_rows * float(np.max(curvature)) * counts
-            moved = np.abs(weights - self.weights) > limit
-            moved |= np.abs(target - self.target) > limit
-            rows = np.flatnonzero(moved)
-            # beyond a third of the rows, gathering them costs more than the full pass
-            if 3 * np.sum(counts[rows]) < np.sum(counts):
-                self._weigh_rows(ws, rows, weights, target)
-                run.cache.reweight(self.weights)
-                return weights
         run.cache.reweight(weights)
         V = np.column_stack([weights[:, None] * ws.Phi[:, :M], target])
         products, unit = run.cache.weighted(V)
         ws.rebase(products[:, :M], products[:, M], unit, 1.0)
-        self.weights, self.target, self.exact, self.moved = weights, target, True, weights.size
         return weights
 
-    def _weigh_rows(
-        self, ws: Workspace, rows: np.ndarray, weights: np.ndarray, target: np.ndarray
-    ) -> None:
-        """Re-weigh ``rows`` only: the products change by ``Phi~[rows]^T diag(delta B)
-        Phi~_a[rows]``, ``Phi~[rows]^T delta(B t^)[rows]`` and the weighted squared norms
-        by ``delta B``."""
-        self.moved = rows.size
-        self.exact = False
-        if not rows.size:
-            return
-        assert self.rows is not None
-        basis, scales = self.rows
-        M = ws.M
-        delta_w = weights[rows] - self.weights[rows]
-        V = np.column_stack(
-            [delta_w[:, None] * ws.Phi[rows, :M], target[rows] - self.target[rows]]
-        )
-        products = np.zeros((basis.n_columns, M + 1))
-        unit = np.zeros(basis.n_columns)
-        step = max(1, BLOCK_BYTES // (8 * basis.n_columns))  # rows gathered at a time
-        for start in range(0, rows.size, step):
-            block = slice(start, start + step)
-            block_products, block_unit = basis.row_products(rows[block], V[block], delta_w[block])
-            products += block_products
-            unit += block_unit
-        products /= scales[:, None]
-        unit /= scales**2
-        self.weights, self.target = self.weights.copy(), self.target.copy()
-        self.weights[rows], self.target[rows] = weights[rows], target[rows]
-        ws.reweigh(products[:, :M], products[:, M], unit)
-
-    def update(self, run: Ascent, exact: bool = False) -> Outcome:
-        """Find the mode again (IRLS over the active set) and weigh the problem there
-        (``exact``: every row; otherwise the rows that moved, see the class notes)."""
+    def update(self, run: Ascent) -> Outcome:
+        """Find the mode again (IRLS over the active set) and weigh the problem there."""
         ws = run.ws
         M = ws.M
         alpha = ws.alpha[:M].copy()
         Phi_a = ws.Phi[:, :M]
         mode = posterior_mode(Phi_a, self.link, alpha, ws.mu if ws.mu.size == M else None)
         F = Phi_a @ mode.mu
-        weights = self.weigh(run, F, exact)
+        weights = self.weigh(run, F)
         # Bishop (2006) eq. 7.114 with the Hessian at the mode (Tipping 2001, eq. 25)
         chol = hessian_factor(Phi_a, weights[:, None, None], alpha)
         log_ev = log_evidence_laplace(dataclasses.replace(mode, precision_chol=chol), alpha)
@@ -213,10 +141,9 @@ class ModeLoop:
         gain = run.record(log_ev)
         self.anchor = log_ev
         if self.verbose:
-            rows = "" if self.exact else f" ({self.moved} rows re-weighed)"
             print(
                 f"[sequential] mode update after step {run.steps}: M={M} IRLS steps "
-                f"{mode.n_iter} change={gain:.3g}{rows}"
+                f"{mode.n_iter} change={gain:.3g}"
             )
         if log_ev > self.best + run.tol:
             self.best, self.best_model, self.stalled = log_ev, self.model(ws), 0
@@ -225,13 +152,9 @@ class ModeLoop:
         return Outcome.STALLED if self.stalled == self.schedule.mode_stall else Outcome.SETTLED
 
     def ascend(self, run: Ascent, stale: bool) -> Outcome:
-        """The ascent until no step gains more than ``tol`` on products weighed in full at
-        the final mode (or it stalls: then at the best model seen)."""
+        """The ascent until no step gains more than ``tol`` on the products weighed at the
+        final mode (or it stalls: then at the best model seen)."""
         status = run.ascend(self, stale)
-        while status is Outcome.CONVERGED and not self.exact:
-            status = self.update(run, exact=True)
-            if status is not Outcome.STALLED:
-                status = run.ascend(self, False)
         if status is Outcome.STALLED:
             self.restore_best(run)
         return status
@@ -247,4 +170,4 @@ class ModeLoop:
         run.clear()
         for j, alpha_j in zip(index, alpha, strict=True):
             run.add(int(j), float(alpha_j), np.zeros(0, dtype=np.intp))
-        self.update(run, exact=True)
+        self.update(run)

@@ -41,14 +41,14 @@ class Schedule:
     """The sequential solver's schedule: which path a fit takes, the compiled path's
     starts and ascents, the tolerances both paths share, and the large path's settings
     (the attributes from ``large_start_noise`` on: classification on a basis over
-    ``dense_bytes``, and Gaussian bases over it that are neither reduced nor fitted on a
-    working set).
+    ``mode_dense_bytes``, and Gaussian bases over ``dense_bytes`` that are neither reduced
+    nor fitted on a working set).
 
     Attributes
     ----------
     dense_bytes : int
-        The compiled path holds ``Phi~^T`` when it takes at most this many bytes
-        (:meth:`holds`).
+        A Gaussian fit's compiled path holds ``Phi~^T`` when it takes at most this many
+        bytes (:meth:`holds`).
     gram_bytes : int
         An ascent keeps the products ``Phi~^T phi~_j`` of the columns it adds, for re-adds
         and for the later ascents on the same basis
@@ -176,15 +176,11 @@ class Schedule:
         ``mode_gain_max``) when the Laplace evidence gained more than 3/4 of the claim and
         halves (down to ``mode_gain_min``) when it gained less than 1/4.
     mode_dense_bytes : int
-        Classification: a basis of at most this many bytes is held as a dense matrix
-        (:meth:`mode_holds`; mode updates re-weigh the products of every column with the
-        active ones, over the rows whose weights moved; above it, every update is a pass
-        over the whole basis).
-    mode_rows : float
-        Classification with the basis in memory: a mode update re-weighs the rows whose
-        weight ``B_n`` or weighted target moved by more than this times the largest
-        ``y (1 - y)`` (times the row's likelihood weight); the ascent still ends on
-        products weighed in full.
+        Classification holds ``Phi^T`` when it takes at most this many bytes
+        (:meth:`mode_holds`) and runs the compiled loop on it
+        (:mod:`~bayes_rvm.solvers._classify`; each Laplace mode costs two passes over
+        ``Phi^T``); above it, the large path, whose every mode update is a pass over the
+        whole basis.
     mode_stall : int
         Classification (on a held basis too): the run stops when this many mode updates in
         a row have not raised the best Laplace evidence by ``tol``, and returns to the best
@@ -233,7 +229,6 @@ class Schedule:
     mode_gain_min: float = 1e-3
     mode_gain_max: float = 10.0
     mode_dense_bytes: int = 2**30
-    mode_rows: float = 1e-3
     mode_stall: int = 10
 
     def holds(self, shape: tuple[int, int]) -> bool:
@@ -244,7 +239,8 @@ class Schedule:
 
     def mode_holds(self, shape: tuple[int, int]) -> bool:
         """Whether a classification fit holds a basis of ``shape`` (rows, columns) as a
-        dense matrix: at most ``mode_dense_bytes`` of doubles."""
+        matrix (``Phi^T``) and runs the compiled loop: at most ``mode_dense_bytes`` of
+        doubles."""
         n_rows, n_basis = shape
         return 8 * n_rows * n_basis <= self.mode_dense_bytes
 

@@ -309,11 +309,3 @@ class Workspace:
         self.C[:, :M] = cross
         self.phi_t, self.unit = phi_t, unit
         self.refresh(beta)
-
-    def reweigh(self, cross: np.ndarray, phi_t: np.ndarray, unit: np.ndarray) -> None:
-        """The same active set on products changed by ``cross`` (``n_basis x M``),
-        ``phi_t`` and ``unit`` (new weights on some rows; see :meth:`rebase`); then
-        :meth:`refresh`."""
-        self.C[:, : self.M] += cross
-        self.phi_t, self.unit = self.phi_t + phi_t, self.unit + unit
-        self.refresh(self.beta)

@@ -21,9 +21,9 @@ index).
   keep a squared residual above :attr:`Schedule.working_residual` after the first block
   of :func:`~bayes_rvm.solvers._crosses.compress`): the compiled loop on a working set of
   columns, certified on every column (:mod:`bayes_rvm.solvers._working_set`).
-- Bernoulli likelihood on a basis of at most :attr:`Schedule.dense_bytes`: the compiled
-  loop on weighted Gaussian problems at the Laplace modes, in a trust region on the
-  Laplace evidence (:mod:`._classify`).
+- Bernoulli likelihood on a basis of at most :attr:`Schedule.mode_dense_bytes` (held as
+  ``Phi^T``): the compiled loop on weighted Gaussian problems at the Laplace modes, in a
+  trust region on the Laplace evidence (:mod:`._classify`).
 - Otherwise (larger bases that compress, a fixed noise on a larger basis that is not
   reduced, the Bernoulli likelihood on a larger basis) the large path (below), whose
   settings are also :class:`Schedule`'s.
@@ -188,16 +188,17 @@ def fit(
             return result
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
         # path's resolution test and joint Newton steps fit such bases
-    if link is not None and schedule.holds(basis.shape):
+    if link is not None and schedule.mode_holds(basis.shape):
         # in_memory: a one-vs-rest fit's shared kernel matrix and a binary fit's own hold
         # the same numbers (a kernel matrix evaluated once per pair of inputs)
         result = fit_bernoulli(
-            basis.in_memory().toarray(), link, prior=prior, tol=tol, max_iter=max_iter,
+            basis.in_memory().transposed(), link, prior=prior, tol=tol, max_iter=max_iter,
             schedule=schedule, verbose=verbose,
         )  # fmt: skip
         if result is not None:
             return result
     if link is not None and schedule.mode_holds(basis.shape):
+        # the compiled loop lost positive definiteness: the large path on the basis in memory
         basis = basis.in_memory()
         products = _Products.of(basis, Compression.none(basis, t), t, schedule, dense=True)
     else:
@@ -231,11 +232,10 @@ def fit(
         noise_fixed = True
         ws = Workspace(t, products.start_phi_t, products.start_unit, 1.0, schedule)
         run = Ascent(ws, products.start, stop, polish=True)
-        rows = (basis, products.scales) if products.dense else None
-        outer = mode = ModeLoop(link, prior, schedule, verbose, rows)
+        outer = mode = ModeLoop(link, prior, schedule, verbose)
         mode.weigh(run, np.zeros(t.size))  # the empty model: y = 1/2 everywhere
         run.add_first(products.usable)
-        mode.update(run, exact=True)
+        mode.update(run)
         run.record(run.log_ev, first=True)  # the path starts at the first mode
         status = mode.ascend(run, stale=False)
     if products.approximate or (
@@ -268,7 +268,6 @@ class _Products:
     start_phi_t: np.ndarray  # Phi~^T t of the starting products
     start_unit: np.ndarray  # diag(Phi~^T Phi~) of the starting products
     approximate: bool  # the run starts on the projected basis U U^T Phi~
-    dense: bool  # the basis is a matrix in memory
 
     @classmethod
     def of(
@@ -295,14 +294,14 @@ class _Products:
             start_phi_t, start_unit = B @ (U.T @ t), np.einsum("ij,ij->i", B, B)
             return cls(
                 basis, compression, scales, usable, unit, exact, start, start_phi_t,
-                start_unit, approximate, dense,
+                start_unit, approximate,
             )  # fmt: skip
         start_cache: Crosses = exact
         if compression.rank:
             start_cache = CompressedCrosses(basis, scales, compression, schedule, project=False)
         return cls(
             basis, compression, scales, usable, unit, exact, start_cache, compression.phi_t,
-            unit, approximate, dense,
+            unit, approximate,
         )  # fmt: skip
 
 
@@ -328,7 +327,7 @@ def _ascend_on_exact_products(
     run.cache = products.exact
     if isinstance(outer, ModeLoop):
         outer.restart()
-        outer.update(run, exact=True)
+        outer.update(run)
         return outer.ascend(run, stale=False)
     cross = basis.transpose_dot(ws.Phi[:, : ws.M]) / scales[:, None]
     ws.rebase(cross, products.compression.phi_t, products.unit, ws.beta)
