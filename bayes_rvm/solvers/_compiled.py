@@ -1,4 +1,5 @@
-"""The sequential solver's compiled path: Gaussian likelihood on a basis held in memory.
+"""The sequential solver's compiled path: Gaussian likelihood on a basis held in memory
+(classification's weighted problems too, :mod:`._classify`).
 
 The basis ``Phi~`` (normalised columns) is held as ``B = Phi~^T``, so that the products
 of a column about to be added are one matrix-vector product, and the whole ascent runs
