@@ -51,6 +51,9 @@ class ScaledBasis(Basis):
     def in_memory(self) -> Basis:
         return self.basis.scaled_in_memory(self.scales)
 
+    def transposed(self) -> np.ndarray:
+        return self.basis.scaled_transposed(self.scales)
+
     def sq_norms(self) -> np.ndarray:
         if self._sq_norms is not None:
             return self._sq_norms
@@ -245,3 +248,10 @@ class HeldKernelBasis(KernelBasis):
         if np.array_equal(scales, self._scales):
             return self._held.toarray()
         return super().scaled_array(scales)
+
+    def scaled_transposed(self, scales: np.ndarray) -> np.ndarray:
+        """From the held matrix for the scales it was made with, else as the lazy basis
+        makes it."""
+        if np.array_equal(scales, self._scales):
+            return self._held.transposed()
+        return super().scaled_transposed(scales)

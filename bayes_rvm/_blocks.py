@@ -161,11 +161,11 @@ def symmetric_pass(
                 add(part)
 
 
-def symmetric_matrix(n: int, blocks: Iterable[Block]) -> np.ndarray:
+def symmetric_matrix(n: int, blocks: Iterable[Block], out: np.ndarray | None = None) -> np.ndarray:
     """The C-ordered, exactly symmetric ``n x n`` matrix of the square blocks ``I <= J`` of
     :func:`square_pairs`: each block written once and mirrored, a diagonal block's upper
-    triangle mirrored into its lower one."""
-    K = np.empty((n, n))
+    triangle mirrored into its lower one; written into ``out`` when given."""
+    K = np.empty((n, n)) if out is None else out
     for left, right, block in blocks:
         if left == right:
             block = np.triu(block) + np.triu(block, 1).T

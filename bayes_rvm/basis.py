@@ -161,6 +161,10 @@ class Basis(ABC):
         the columns as contiguous rows)."""
         return np.ascontiguousarray(self.toarray().T)
 
+    def scaled_transposed(self, scales: np.ndarray) -> np.ndarray:
+        """``(Phi / scales)^T`` as a new C-ordered array."""
+        return np.ascontiguousarray(self._filled(scales).T)
+
     def scaled_in_memory(self, scales: np.ndarray) -> Basis:
         """``Phi / scales`` as a matrix in memory: a :class:`DenseBasis` of
         :meth:`scaled_array` when there is one, else of the columns scaled in blocks."""
@@ -574,6 +578,20 @@ class KernelBasis(Basis):
         from bayes_rvm._basis_views import SymmetricScaledBasis  # a view of a basis
 
         return SymmetricScaledBasis(K, tail, scales)
+
+    def scaled_transposed(self, scales: np.ndarray) -> np.ndarray:
+        """With every input a centre and a symmetric kernel, the kernel matrix written
+        straight into the first rows of the result and scaled there (row ``j`` of ``K`` is
+        column ``j``): no second matrix, and the same values as
+        :meth:`scaled_in_memory`'s :meth:`~SymmetricScaledBasis.transposed`."""
+        if not self._symmetric_square:
+            return super().scaled_transposed(scales)
+        n = self.n_centres
+        out = np.empty((self.n_columns, n))
+        symmetric_matrix(n, self._square_blocks(square_pairs(n, self._square)), out[:n])
+        out[:n] /= scales[:n, None]
+        out[n:] = self.columns(np.arange(n, self.n_columns)).T / scales[n:, None]
+        return out
 
     def transpose_dot(self, V: np.ndarray) -> np.ndarray:
         return self._pass(np.asarray(V, dtype=np.float64), False)[0]

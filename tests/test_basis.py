@@ -282,6 +282,10 @@ def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
     transposed = held.transposed()
     assert transposed.flags.c_contiguous
     np.testing.assert_array_equal(transposed, Phi.T)
+    # written straight from the kernel blocks, without the held matrix: the same bits
+    direct = ScaledBasis(basis, scales).transposed()
+    assert direct.flags.c_contiguous
+    np.testing.assert_array_equal(direct, transposed)
     weights = rng.random(70)
     for V in (rng.normal(size=70), rng.normal(size=(70, 1)), rng.normal(size=(70, 4))):
         products, norms = held.transpose_dot_with_norms(V, weights)
@@ -299,6 +303,8 @@ def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
         np.testing.assert_array_equal(in_memory.toarray(), other.toarray() / 2.0)
         assert in_memory.transposed().flags.c_contiguous
         np.testing.assert_array_equal(in_memory.transposed(), other.toarray().T / 2.0)
+        scaled = ScaledBasis(other, np.full(other.n_columns, 2.0)).transposed()
+        np.testing.assert_array_equal(scaled, other.toarray().T / 2.0)
 
 
 def test_a_wrapping_basis_takes_the_threads_of_the_wrapped_one(rng):

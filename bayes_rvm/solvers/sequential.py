@@ -189,10 +189,10 @@ def fit(
         # the compiled loop lost positive definiteness (nearly collinear columns): the large
         # path's resolution test and joint Newton steps fit such bases
     if link is not None and schedule.mode_holds(basis.shape):
-        # in_memory: a one-vs-rest fit's shared kernel matrix and a binary fit's own hold
-        # the same numbers (a kernel matrix evaluated once per pair of inputs)
+        # Phi^T: from a one-vs-rest fit's shared kernel matrix or written straight from the
+        # kernel blocks, the same numbers (a kernel matrix evaluated once per pair of inputs)
         result = fit_bernoulli(
-            basis.in_memory().transposed(), link, prior=prior, tol=tol, max_iter=max_iter,
+            basis.transposed(), link, prior=prior, tol=tol, max_iter=max_iter,
             schedule=schedule, verbose=verbose,
         )  # fmt: skip
         if result is not None:
