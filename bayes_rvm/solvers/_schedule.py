@@ -1,7 +1,8 @@
 """The sequential solver's schedule, in one place: the starts of a fit, how each ascent
 of the compiled step loop (:mod:`bayes_rvm.solvers._compiled`) moves the noise, solves its
-``alpha`` sub-problems, refactors and certifies, and how the large path (classification,
-larger bases that compress) fetches, caches and re-weighs its products.
+``alpha`` sub-problems, refactors and certifies, and how the large path (classification on
+bases over ``mode_dense_bytes``, larger Gaussian bases that compress) fetches, caches
+and re-weighs its products.
 
 A fit runs the ascents of the first ``n_starts`` starts (:meth:`Schedule.first_starts`)
 and returns the one with the highest log evidence: the evidence has many local optima in

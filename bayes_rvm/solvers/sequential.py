@@ -59,9 +59,8 @@ The large path:
     of the noise: at the mode ``w*`` the evidence is that of a Gaussian model with noise
     precisions ``B = diag(y (1 - y))`` and working target ``t^ = Phi w* + B^-1 (t - y)``
     (Tipping & Faul 2003, Sec. 4), and the mode is found again whenever the steps since the
-    last mode claim more than a trust radius, and after they converge. With the basis in
-    memory a mode update re-weighs only the rows whose weights moved, and the run ends on
-    products weighed in full at the final mode.
+    last mode claim more than a trust radius, and after they converge; each mode update
+    weighs every row (one pass over the basis).
 
 Columns are normalised to unit length (the scaling is undone on the reported ``mu``,
 ``alpha`` and factor; with ``a = b = 0`` the evidence is invariant to it).
