@@ -10,7 +10,7 @@ import numpy as np
 from scipy.linalg import blas
 
 from bayes_rvm._blocks import weighted_sq_norms
-from bayes_rvm.basis import Basis, KernelBasis
+from bayes_rvm.basis import Basis, DenseBasis, KernelBasis
 
 __all__ = ["HeldKernelBasis", "RowWeightedBasis", "ScaledBasis", "SymmetricScaledBasis"]
 
@@ -201,12 +201,12 @@ class HeldKernelBasis(KernelBasis):
     """A :class:`~bayes_rvm.basis.KernelBasis` whose squared column norms and matrix of
     scaled columns ``Phi / scales`` are computed once and held, for several fits that need them
     (the binary classifiers of a one-vs-rest :class:`~bayes_rvm.RVC`: every fit works
-    on the columns divided by their norms, and the classification path holds that
-    matrix). The values are those a fit of the lazy basis alone holds (its own pass for
-    the norms; :meth:`scaled_in_memory` of the basis it fits, :meth:`evaluated`: a
-    small basis as its matrix); columns, products and :meth:`toarray` are still
-    evaluated lazily. :meth:`restrict` returns a :class:`~bayes_rvm.basis.FittedBasis`
-    that holds only the kept centres.
+    on the columns divided by their norms, and the classification path reads that
+    matrix transposed: what is held, read-only, and shared). The values are those a fit
+    of the lazy basis alone reads (its own pass for the norms; :meth:`scaled_transposed`
+    of the basis it fits, :meth:`evaluated`: a small basis as its matrix); columns,
+    products and :meth:`toarray` are still evaluated lazily. :meth:`restrict` returns a
+    :class:`~bayes_rvm.basis.FittedBasis` that holds only the kept centres.
 
     Parameters
     ----------
@@ -222,10 +222,10 @@ class HeldKernelBasis(KernelBasis):
         vars(self).update(vars(basis))
         self._norms = np.array(sq_norms, dtype=np.float64)
         self._scales = np.array(scales, dtype=np.float64)
-        self._held = basis.evaluated().scaled_in_memory(self._scales)
-        for values in (self._norms, self._scales, *vars(self._held).values()):
-            if isinstance(values, np.ndarray):
-                values.flags.writeable = False
+        # (Phi / scales)^T: what the classification path reads, shared by every class
+        self._held_t = basis.evaluated().scaled_transposed(self._scales)
+        for values in (self._norms, self._scales, self._held_t):
+            values.flags.writeable = False
 
     def sq_norms(self) -> np.ndarray:
         return self._norms
@@ -238,20 +238,19 @@ class HeldKernelBasis(KernelBasis):
         """The held matrix (read-only) for the scales it was made with, else a new one
         made as the lazy basis makes it."""
         if np.array_equal(scales, self._scales):
-            return self._held
+            return DenseBasis(self._held_t.T)
         return super().scaled_in_memory(scales)
 
     def scaled_array(self, scales: np.ndarray) -> np.ndarray:
-        """The held matrix as an array for the scales it was made with (the held array
-        itself when it is one, read-only), else a new one evaluated as the lazy basis
-        does."""
+        """The held matrix (a read-only view) for the scales it was made with, else a new
+        one evaluated as the lazy basis does."""
         if np.array_equal(scales, self._scales):
-            return self._held.toarray()
+            return self._held_t.T
         return super().scaled_array(scales)
 
     def scaled_transposed(self, scales: np.ndarray) -> np.ndarray:
-        """From the held matrix for the scales it was made with, else as the lazy basis
-        makes it."""
+        """The held ``(Phi / scales)^T`` itself (read-only) for the scales it was made
+        with, else as the lazy basis makes it."""
         if np.array_equal(scales, self._scales):
-            return self._held.transposed()
+            return self._held_t
         return super().scaled_transposed(scales)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bayes_rvm import RVC, RVR
-from bayes_rvm._basis_views import HeldKernelBasis, ScaledBasis, SymmetricScaledBasis
+from bayes_rvm._basis_views import HeldKernelBasis, ScaledBasis
 from bayes_rvm._progress import ProgressLine
 from bayes_rvm.basis import KernelBasis
 from bayes_rvm.kernels import RBF
@@ -115,8 +115,8 @@ def test_one_vs_rest_evaluates_the_kernel_once_and_fits_each_class_as_alone(
     """The classifiers share one evaluation of the scaled kernel matrix and of the column
     norms (HeldKernelBasis), and each is the binary fit of its class against the rest,
     to the last bit. ``lazy``: the basis is over BLOCK_BYTES (not evaluated as a matrix
-    by the fit), so the fits hold its symmetric kernel matrix (SymmetricScaledBasis),
-    in blocks of 50 x 50."""
+    by the fit), so the fits read ``(Phi / scales)^T`` written from its symmetric kernel
+    blocks (50 x 50), made once for all of them."""
     from bayes_rvm import basis as basis_module
 
     rng = np.random.default_rng(1)
@@ -126,9 +126,11 @@ def test_one_vs_rest_evaluates_the_kernel_once_and_fits_each_class_as_alone(
         monkeypatch.setattr(basis_module, "BLOCK_BYTES", 8 * 50 * 50)
         assert isinstance(KernelBasis(X, RBF(0.5)).evaluated(), KernelBasis)
         held = []
-        init = SymmetricScaledBasis.__init__
+        transposed = KernelBasis.scaled_transposed
         monkeypatch.setattr(
-            SymmetricScaledBasis, "__init__", lambda self, *a: held.append(init(self, *a))
+            KernelBasis,
+            "scaled_transposed",
+            lambda self, scales: held.append(1) or transposed(self, scales),
         )
     model = RVC(kernel=counting_rbf(0.5), n_jobs=n_jobs).fit(X, y)
     if lazy:
@@ -168,10 +170,11 @@ def test_held_basis_holds_the_lazy_basis_values(rng):
     assert not any(isinstance(v, np.ndarray) and v.size >= 40 * 40 for v in vars(fitted).values())
 
 
-def test_held_basis_over_the_block_size_holds_its_kernel_matrix(rng, monkeypatch):
-    """A basis the fits would not evaluate as a matrix is held as the symmetric kernel
-    matrix that a fit of it alone holds (read-only, shared by the fits); as an array it
-    is a new one, the scaled matrix to rounding."""
+def test_held_basis_over_the_block_size_holds_what_the_fits_read(rng, monkeypatch):
+    """A basis the fits would not evaluate as a matrix is held as ``(Phi / scales)^T``,
+    the array a fit of it alone writes from the symmetric kernel blocks (the same bits),
+    read-only and the same array for every fit; as a matrix in memory and as an array
+    it is that matrix, the scaled columns to rounding."""
     from bayes_rvm import basis as basis_module
 
     monkeypatch.setattr(basis_module, "BLOCK_BYTES", 8 * 20 * 20)
@@ -180,15 +183,15 @@ def test_held_basis_over_the_block_size_holds_its_kernel_matrix(rng, monkeypatch
     sq_norms = lazy.sq_norms()
     scales = column_scales(lazy, sq_norms, Prior())
     held = HeldKernelBasis(lazy, sq_norms, scales)
-    in_memory = ScaledBasis(held, scales).in_memory()
-    assert isinstance(in_memory, SymmetricScaledBasis)
-    assert in_memory is held.scaled_in_memory(scales)
-    np.testing.assert_array_equal(in_memory.K, ScaledBasis(lazy, scales).in_memory().K)
+    transposed = ScaledBasis(held, scales).transposed()
+    assert transposed is held.scaled_transposed(scales)
+    np.testing.assert_array_equal(transposed, ScaledBasis(lazy, scales).transposed())
     with pytest.raises(ValueError, match="read-only"):
-        in_memory.K[0, 0] = 1.0
-    array = held.scaled_array(scales)
-    assert array.flags.writeable
-    np.testing.assert_allclose(array, ScaledBasis(lazy, scales).toarray(), rtol=1e-14)
+        transposed[0, 0] = 1.0
+    expected = ScaledBasis(lazy, scales).toarray()
+    np.testing.assert_allclose(held.scaled_array(scales), expected, rtol=1e-14)
+    in_memory = ScaledBasis(held, scales).in_memory()
+    np.testing.assert_allclose(in_memory.toarray(), expected, rtol=1e-14)
 
 
 def test_rvr_n_jobs_threads_its_passes():

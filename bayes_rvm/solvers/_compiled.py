@@ -127,6 +127,10 @@ class Ascent:
         gram=None, ceiling=math.inf, limit=math.inf, rows=None, cols=None,
     ):  # fmt: skip
         n_basis, N = B.shape
+        # read-only to the compiled loop whoever holds it (a one-vs-rest fit shares its
+        # Phi^T read-only): one compiled specialisation of the loop, not two
+        B = B.view()
+        B.flags.writeable = False
         self.B, self.t = B, t
         full_t = t if full_t is None else full_t
         self.n_rows = full_t.size
