@@ -184,15 +184,6 @@ class SymmetricScaledBasis(Basis):
         out /= self.scales
         return out
 
-    def transposed(self) -> np.ndarray:
-        """``Phi^T`` without a transposition: the rows of ``K / d`` (``K`` is exactly
-        symmetric, so its row ``j`` is column ``j``) over those of ``T^T / d``."""
-        out = np.empty(self.shape[::-1])
-        n = self.n_rows
-        np.divide(self.K, self.scales[:n, None], out=out[:n])
-        np.divide(self.tail.T, self.scales[n:, None], out=out[n:])
-        return out
-
     def in_memory(self) -> Basis:
         return self
 

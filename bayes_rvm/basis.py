@@ -582,8 +582,8 @@ class KernelBasis(Basis):
     def scaled_transposed(self, scales: np.ndarray) -> np.ndarray:
         """With every input a centre and a symmetric kernel, the kernel matrix written
         straight into the first rows of the result and scaled there (row ``j`` of ``K`` is
-        column ``j``): no second matrix, and the same values as
-        :meth:`scaled_in_memory`'s :meth:`~SymmetricScaledBasis.transposed`."""
+        column ``j``): no second matrix, and the same values as the transpose of
+        :meth:`scaled_in_memory`'s matrix."""
         if not self._symmetric_square:
             return super().scaled_transposed(scales)
         n = self.n_centres

@@ -264,8 +264,8 @@ def test_weighted_sq_norms_are_the_diagonal_of_the_weighted_gram_matrix(shape, r
 def test_a_square_symmetric_kernel_basis_is_held_as_its_kernel_matrix(rng):
     """``scaled_in_memory`` of the RVM's square basis: the kernel matrix exactly symmetric
     (its blocks mirrored: here 4 x 4 of them), columns that are those of the scaled
-    matrix to the last bit, its transpose (the classification path's ``Phi^T``, read from
-    the rows of the kernel matrix) to the last bit, and the products of one vector
+    matrix to the last bit, its transpose (the classification path's ``Phi^T``, also
+    written straight from the kernel blocks) to the last bit, and the products of one vector
     (``dsymv``) or of several that are the scaled matrix's to rounding. Other bases are
     held as their matrix."""
     X = rng.normal(size=(70, 3))
