@@ -26,6 +26,11 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
   factor and the scaled target to ``FILE`` (``.npz``), on which
   ``benchmarks/bench_reduced_solver.py --factor FILE`` runs the client's solver alone.
 
+``--write`` (``rvr``) puts the run's row in ``docs/results/scale-working-set``: one row
+per seed, a seed's row replaced when it runs again, and the table started anew when the
+command (``--n``, ``--n-jobs``) differs from the one the file holds; run it once per seed
+to fill the table.
+
 ``--n-jobs`` (``rvr``, ``subset``) gives the RVR's ``n_jobs``: threads for the passes over
 the kernel, the working sets' Gram matrices and ``S, Q`` (one BLAS thread each).
 ``--solver`` (``rvr``, ``subset``, ``dask``) picks the RVR's type-II solver (default
@@ -53,6 +58,7 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import time
@@ -68,6 +74,9 @@ from bayes_rvm.basis import KernelBasis, choose_centres  # noqa: E402
 from bayes_rvm.datasets import _friedman1, make_friedman1  # noqa: E402
 
 N_TEST = 10_000
+#: The result file ``--write`` fills, and its columns.
+WORKING_SET = "scale-working-set"
+COLUMNS = ["seed", "fit", "passes (mean)", "kept", "log evidence", "RMSE", "peak RSS", "load"]
 
 
 class _Counter:
@@ -145,13 +154,53 @@ def _friedman(n: int, seed: int):
     return train, test
 
 
-def run_rvr(args, counter):
+def run_rvr(args, counter) -> dict:
+    """Fit and report; returns the run's row of :data:`COLUMNS` but its peak memory."""
     train, test = _friedman(args.n, args.seed)
     centres = args.centres if args.case == "subset" else None
     model = RVR(centres=centres, random_state=args.seed, solver=args.solver, n_jobs=args.n_jobs)
-    _fit(model, train.X, train.y, counter)
+    seconds = _fit(model, train.X, train.y, counter)
     rmse = np.sqrt(np.mean((model.predict(test.X) - test.f) ** 2))
     print(f"RMSE against the true function on {N_TEST} inputs: {rmse:.3f}")
+    mean = counter.pass_seconds / max(1, counter.passes)
+    return {
+        "seed": args.seed,
+        "fit": f"{seconds:.1f} s",
+        "passes (mean)": f"{counter.passes} ({mean:.2f} s)",
+        "kept": len(model.relevance_vectors_),
+        "log evidence": f"{model.log_evidence_:,.3f}",
+        "RMSE": round(float(rmse), 3),
+    }
+
+
+def write_row(args, row: dict) -> None:
+    """Put ``row`` in the table of :data:`WORKING_SET` (see the module docstring)."""
+    from _results import RESULTS, write_results  # benchmarks/ is this script's folder
+
+    jobs = f" --n-jobs {args.n_jobs}" if args.n_jobs else ""
+    command = (
+        f"PYTHONPATH=. python benchmarks/bench_scale.py --case rvr --n {args.n} --seed S{jobs} "
+        "--write   # S = 0, 1, ..."
+    )
+    path = RESULTS / WORKING_SET / "results.json"
+    rows = []
+    if path.exists():
+        held = json.loads(path.read_text())
+        if held["command"] == command:
+            rows = [kept for kept in held["rows"] if kept["seed"] != row["seed"]]
+    rows = sorted([*rows, row], key=lambda kept: kept["seed"])
+    fits = [float(kept["fit"].split()[0]) for kept in rows]
+    threads = f"{args.n_jobs} fit threads" if args.n_jobs else "one fit thread"
+    notes = (
+        f"Friedman #1, N = {args.n:,}, every input a centre (the working-set fit), {threads}, "
+        'one process at a time. "passes": passes over the kernel basis (mean seconds per '
+        'pass); "kept": relevance vectors; RMSE against the true function on 10,000 '
+        "fresh inputs; peak RSS of the process; load: the one-minute load average at the "
+        f"start. Median fit {np.median(fits):.1f} s, longest {max(fits):.1f} s; "
+        f"{sum(fit <= 120 for fit in fits)} of the {len(fits)} within 120 s."
+    )
+    title = f"Every input a centre: Friedman #1 with {args.n:,} points"
+    print(f"wrote {write_results(WORKING_SET, command, rows, COLUMNS, notes, title=title)}")
 
 
 def run_rvc(args, counter):
@@ -270,13 +319,21 @@ def main(argv=None):
     parser.add_argument(
         "--n-jobs", type=int, default=None, help="rvr, subset: threads for each pass"
     )
+    parser.add_argument(
+        "--write", action="store_true", help=f"rvr: put the row in docs/results/{WORKING_SET}"
+    )
     args = parser.parse_args(argv)
-    print(f"case {args.case}  n {args.n}  solver {args.solver}  load {os.getloadavg()[0]:.2f}")
+    if args.write and args.case != "rvr":
+        parser.error(f"--write is for --case rvr, not --case {args.case}")
+    load = os.getloadavg()[0]
+    print(f"case {args.case}  n {args.n}  solver {args.solver}  load {load:.2f}")
     counter = _Counter(KernelBasis)
     cases = {"rvr": run_rvr, "subset": run_rvr, "rvc": run_rvc, "dask": run_dask}
     cases["dask-pass"], cases["dask-reduce"] = run_dask_pass, run_dask_reduce
-    cases[args.case](args, counter)
+    row = cases[args.case](args, counter)
     print(f"client peak RSS {_peak_rss_mb():.0f} MB")
+    if args.write:
+        write_row(args, {**row, "peak RSS": f"{_peak_rss_mb():,.0f} MB", "load": f"{load:.2f}"})
 
 
 if __name__ == "__main__":

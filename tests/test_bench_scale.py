@@ -35,3 +35,34 @@ def test_dask_case_runs_at_tiny_size_and_reports(load_script, capsys):
     out = capsys.readouterr().out
     assert re.search(r"^worker .*: peak RSS [0-9]+ MB$", out, re.M)
     assert re.search(r"^RMSE against the true function .*: [0-9.]+$", out, re.M)
+
+
+@pytest.mark.filterwarnings("ignore:the model interpolates")
+def test_write_keeps_one_row_per_seed_of_one_command(load_script, monkeypatch, tmp_path):
+    """``--write``: a row per seed, a seed run again replaces its row, and another command
+    (here ``--n``) starts the table anew; the file is one the benchmark page renders."""
+    import json
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    results = load_script("benchmarks/_results.py")
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    bench_scale = load_script("benchmarks/bench_scale.py")
+    page = load_script("scripts/benchmark_page.py")
+    path = tmp_path / bench_scale.WORKING_SET / "results.json"
+
+    def run(n, seed):
+        bench_scale.main(["--case", "rvr", "--n", str(n), "--seed", str(seed), "--write"])
+        return json.loads(path.read_text())
+
+    run(120, 1)
+    run(120, 0)
+    table = run(120, 1)
+    assert [row["seed"] for row in table["rows"]] == [0, 1]
+    assert all(set(bench_scale.COLUMNS) <= set(row) for row in table["rows"])
+    assert "--n 120 " in table["command"] and "of the 2 within 120 s" in table["notes"]
+    assert "| 1 |" in page.section(table)
+    table = run(140, 2)
+    assert [row["seed"] for row in table["rows"]] == [2]
+    with pytest.raises(SystemExit):
+        bench_scale.main(["--case", "rvc", "--n", "100", "--write"])
