@@ -1,18 +1,15 @@
 """Views of a basis that the fits work on: its columns scaled to unit norm
-(:class:`ScaledBasis`), its rows weighted (:class:`RowWeightedBasis`), the RVM's kernel
-matrix held once as a symmetric matrix (:class:`SymmetricScaledBasis`), and a kernel
-basis whose norms and scaled matrix several fits share (:class:`HeldKernelBasis`).
+(:class:`ScaledBasis`), its rows weighted (:class:`RowWeightedBasis`), and a kernel basis
+whose norms and scaled matrix several fits share (:class:`HeldKernelBasis`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import blas
 
-from bayes_rvm._blocks import weighted_sq_norms
 from bayes_rvm.basis import Basis, DenseBasis, KernelBasis
 
-__all__ = ["HeldKernelBasis", "RowWeightedBasis", "ScaledBasis", "SymmetricScaledBasis"]
+__all__ = ["HeldKernelBasis", "RowWeightedBasis", "ScaledBasis"]
 
 
 class ScaledBasis(Basis):
@@ -113,79 +110,6 @@ class RowWeightedBasis(Basis):
         if row_scale is not None:
             row_scale = self.root * self._row_vector(row_scale, "row_scale")
         return self.basis.reduce(t, self.root if row_scale is None else row_scale)
-
-
-class SymmetricScaledBasis(Basis):
-    """``Phi = [K | T] D^-1`` in memory, held as a symmetric kernel matrix ``K`` (the
-    kernel of the inputs with themselves), the other columns ``T`` (bias, extra columns)
-    and the scales ``D``.
-
-    A product ``Phi^T v`` with one vector (the column fetches of the sequential
-    classification path) reads one triangle of ``K`` (BLAS ``dsymv``). At ``N`` in the
-    thousands such a product is bound by memory traffic, so reading half the matrix
-    halves its time. Products with several vectors are matrix products over the whole
-    of ``K``. Columns and rows of ``K`` are the same values (``K`` is exactly
-    symmetric: :meth:`~bayes_rvm.basis.KernelBasis.scaled_in_memory` writes each block
-    once and mirrors it), so a column is read as a contiguous row.
-
-    Parameters
-    ----------
-    K : ndarray of shape (n, n)
-        C-ordered and exactly symmetric.
-    tail : ndarray of shape (n, p)
-        The columns after the kernel columns.
-    scales : ndarray of shape (n + p,)
-        Positive column scales.
-    """
-
-    def __init__(self, K: np.ndarray, tail: np.ndarray, scales: np.ndarray):
-        self.K, self.tail = K, tail
-        self.scales = np.asarray(scales, dtype=np.float64)
-        self.n_rows = K.shape[0]
-        self.n_columns = self.n_rows + tail.shape[1]
-
-    def columns(self, idx) -> np.ndarray:
-        idx = np.asarray(idx, dtype=np.intp)
-        kernel = idx < self.n_rows
-        out = np.empty((self.n_rows, idx.size))
-        out[:, kernel] = self.K[idx[kernel]].T  # rows of K: its columns
-        out[:, ~kernel] = self.tail[:, idx[~kernel] - self.n_rows]
-        out /= self.scales[idx]
-        return out
-
-    def transpose_dot(self, V: np.ndarray) -> np.ndarray:
-        V = np.asarray(V, dtype=np.float64)
-        if V.ndim == 1 or V.shape[1] == 1:
-            # K.T is K, Fortran-ordered: BLAS reads it in place
-            head = blas.dsymv(1.0, self.K.T, V.reshape(-1)).reshape((-1, *V.shape[1:]))
-        else:
-            head = self.K.T @ V
-        products = np.concatenate([head, self.tail.T @ V])
-        return products / self.scales.reshape((-1,) + (1,) * (V.ndim - 1))
-
-    def transpose_dot_with_norms(
-        self, V: np.ndarray, weights: np.ndarray | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return self.transpose_dot(V), self._norms(self.K, self.tail, weights)
-
-    def sq_norms(self) -> np.ndarray:
-        return self._norms(self.K, self.tail, None)
-
-    def _norms(self, K: np.ndarray, tail: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
-        """``diag(Phi^T W Phi)`` over the rows of ``[K | T]`` given."""
-        norms = np.concatenate([weighted_sq_norms(K, weights), weighted_sq_norms(tail, weights)])
-        return norms / self.scales**2
-
-    def toarray(self) -> np.ndarray:
-        """The whole matrix, a new array."""
-        out = np.empty(self.shape)
-        out[:, : self.n_rows] = self.K
-        out[:, self.n_rows :] = self.tail
-        out /= self.scales
-        return out
-
-    def in_memory(self) -> Basis:
-        return self
 
 
 class HeldKernelBasis(KernelBasis):

@@ -567,23 +567,10 @@ class KernelBasis(Basis):
         out /= scales
         return out
 
-    def scaled_in_memory(self, scales: np.ndarray) -> Basis:
-        """A :class:`SymmetricScaledBasis` when every input is a centre and the kernel is
-        symmetric (the RVM's basis), else the scaled matrix as a :class:`DenseBasis`."""
-        if not self._symmetric_square:
-            return super().scaled_in_memory(scales)
-        n = self.n_centres
-        K = symmetric_matrix(n, self._square_blocks(square_pairs(n, self._square)))
-        tail = self.columns(np.arange(n, self.n_columns))  # the bias and extra columns
-        from bayes_rvm._basis_views import SymmetricScaledBasis  # a view of a basis
-
-        return SymmetricScaledBasis(K, tail, scales)
-
     def scaled_transposed(self, scales: np.ndarray) -> np.ndarray:
         """With every input a centre and a symmetric kernel, the kernel matrix written
         straight into the first rows of the result and scaled there (row ``j`` of ``K`` is
-        column ``j``): no second matrix, and the same values as the transpose of
-        :meth:`scaled_in_memory`'s matrix."""
+        column ``j``): no second matrix."""
         if not self._symmetric_square:
             return super().scaled_transposed(scales)
         n = self.n_centres
