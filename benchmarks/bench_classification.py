@@ -97,7 +97,7 @@ def _record(data, model, error, vectors, seconds, paper=""):
     _GROUPS.add(data)
     _TABLE.append({
         "data": data if first else "", "model": model, "test error": error,
-        "vectors": vectors, "fit time": f"{seconds:.3g} s", "paper": paper,
+        "vectors": vectors, "fit time": f"{seconds:.2f} s", "paper": paper,
     })  # fmt: skip
 
 
