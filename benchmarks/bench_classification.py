@@ -14,7 +14,7 @@ Usage (from the repository root)::
 
     PYTHONPATH=. OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \\
         python benchmarks/bench_classification.py [--only ripley,pima,usps] [--draws 10] \\
-        [--usps-n 7291] [--usps-jobs 2] [--multinomial]
+        [--usps-n 7291] [--usps-jobs 2] [--multinomial] [--write]
 
 ``--write`` writes the table of the chosen rows (``ripley``, ``pima``, ``usps``) to
 ``docs/results/bench-classification``, with the command that produced it.
@@ -256,6 +256,8 @@ def main(argv: list[str] | None = None) -> None:
     chosen = set(args.only.split(","))
     if args.write and "heldout" in chosen:
         parser.error("--write writes the ripley, pima and usps rows; run heldout without it")
+    _TABLE.clear()
+    _GROUPS.clear()
     # a warm-up fit: the sequential solver's compiled loop is loaded (or compiled, once
     # per installation) on the first fit of a process, not inside a timed one
     rng = np.random.default_rng(0)
