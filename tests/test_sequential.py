@@ -337,6 +337,21 @@ def test_many_columns_broad_kernel_is_certified():
     _assert_certified(Phi, y, fit)
 
 
+@pytest.mark.parametrize("gamma", [1.2, 0.1])
+def test_fixed_noise_on_a_large_basis_is_certified(gamma):
+    """A fixed noise on a basis over the compiled path's size that is not reduced (Friedman
+    #1, N = 1500, every input a centre, 18 MB; a narrow kernel whose columns do not
+    compress and a broad one whose do): the fit keeps the noise and is certified on all
+    1501 columns at it, with its evidence."""
+    X, y = make_friedman1(n_samples=1500, n_features=10, noise=1.0, random_state=4)
+    basis = KernelBasis(X, RBF(gamma))
+    fit = fit_type2(basis, y, noise_var=1.2, tol=TOL)
+    assert fit.noise_fixed and fit.beta == pytest.approx(1 / 1.2, rel=1e-12)
+    Phi = basis.toarray()
+    _assert_evidence(Phi, y, fit)
+    _assert_certified(Phi, y, fit)
+
+
 @pytest.mark.parametrize("noise_sd", [0.05, 0.1, 0.3])
 def test_fixed_noise_is_certified(noise_sd):
     """A fixed noise below, at and above the data's (0.1): the alpha steps certified at
