@@ -324,3 +324,18 @@ def test_runs_of_disjoint_repetitions_merge_into_the_whole(tmp_path):
     assert "3 repetitions" in (tmp_path / "m" / "table.md").read_text()
     with pytest.raises(ValueError, match="appears twice"):
         reproduce.merge_runs([tmp_path / "a", tmp_path / "a"])
+
+
+def test_the_machine_line_names_whose_blas_each_library_is():
+    """Each BLAS the process loaded is on the machine line with its version and threads;
+    one that a wheel ships (numpy's and scipy's OpenBLAS) is named with its package, so
+    that two OpenBLAS builds read as what they are."""
+    from threadpoolctl import threadpool_info
+
+    line = reproduce.machine()
+    for info in threadpool_info():
+        if info["user_api"] != "blas":
+            continue
+        folder = info["filepath"].replace("\\", "/").split("/")[-2]
+        owner = f"{folder[: -len('.libs')]}'s " if folder.endswith(".libs") else ""
+        assert f"{owner}{info['internal_api']} {info['version']}" in line

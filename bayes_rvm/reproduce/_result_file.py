@@ -22,11 +22,13 @@ def machine() -> str:
     """One line on where a measurement ran: system, CPUs, load, Python, numpy, BLAS.
 
     The BLAS libraries and their thread counts come from ``threadpoolctl`` (after
-    importing numpy, so its BLAS is loaded).
+    importing numpy, so its BLAS is loaded); a library shipped inside a package's wheel
+    (numpy and scipy each bring their own OpenBLAS) is named with that package.
     """
     from threadpoolctl import threadpool_info
 
     blas = [
+        f"{_shipped_by(info.get('filepath') or '')}"
         f"{info.get('internal_api', info.get('prefix', '?'))} {info.get('version') or ''}"
         f" ({info.get('num_threads')} thread{'' if info.get('num_threads') == 1 else 's'})"
         for info in threadpool_info()
@@ -43,6 +45,13 @@ def machine() -> str:
         f"bayes_rvm {bayes_rvm.__version__}",
     ]
     return ", ".join(p for p in parts if p)
+
+
+def _shipped_by(path: str) -> str:
+    """``"numpy's "`` for a library in ``numpy.libs`` (a wheel's bundled libraries), else
+    ``""``."""
+    folder = Path(path).parent.name
+    return f"{folder.removesuffix('.libs')}'s " if folder.endswith(".libs") else ""
 
 
 def write_results(
