@@ -6,8 +6,10 @@ Build (what the docs tier of ``scripts/check`` runs; no network needed)::
 
 - Pages are MyST Markdown; the notebooks (``docs/notebooks``, a link to ``notebooks/``) are
   rendered by MyST-NB from their stored outputs (CI executes them in their own tier).
-- The gallery: every script of ``docs/gallery/`` is run by sphinx-gallery during the build,
-  in small mode (``BAYES_RVM_SMALL=1``), and its page shows the figures it draws.
+- The code cells of the pages run during the build; the gallery: every script of
+  ``docs/gallery/`` is run by sphinx-gallery, in small mode (``BAYES_RVM_SMALL=1``), and
+  its page shows the figures it draws. ``-D nb_execution_mode=off -D plot_gallery=0``
+  builds the site without running either (the pages then show their code alone).
 - The API pages come from the numpydoc docstrings (autodoc); every name of the ``__all__``
   of ``bayes_rvm`` and of its public modules must be documented (checked below).
 - MathJax is served from the site (the npm package installed by ``bash scripts/run setup``
@@ -84,10 +86,13 @@ exclude_patterns = [
 # ---- MyST and MyST-NB
 myst_enable_extensions = ["amsmath", "colon_fence", "deflist", "dollarmath", "substitution"]
 myst_heading_anchors = 3  # `[text](page.md#a-heading)` links; a missing anchor warns
-nb_execution_mode = "off"  # the notebooks keep their stored outputs
-# The guide pages run their cells in the build (``execution_mode: force``). A first fit in a
-# new environment compiles the solver (up to a minute on a loaded machine), and the pages
-# fit and sample on every build: cells get ten minutes, not MyST-NB's default 30 s.
+# The pages run their cells in the build; the notebooks keep their stored outputs (run by
+# the notebooks tier of the tests instead). ``-D nb_execution_mode=off`` builds the site
+# without running anything. A first fit in a new environment compiles the solver (up to a
+# minute on a loaded machine), and the pages fit and sample on every build: cells get ten
+# minutes, not MyST-NB's default 30 s.
+nb_execution_mode = "force"
+nb_execution_excludepatterns = ["notebooks/*.ipynb"]
 nb_execution_timeout = 600
 nb_merge_streams = True
 
