@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayes_rvm.basis import Basis, DenseBasis, KernelBasis
+from bayes_rvm.basis import Basis, KernelBasis
 
 __all__ = ["HeldKernelBasis", "RowWeightedBasis", "ScaledBasis"]
 
@@ -148,13 +148,6 @@ class HeldKernelBasis(KernelBasis):
     def evaluated(self) -> Basis:
         """This basis: it holds its norms and scaled matrix already."""
         return self
-
-    def scaled_in_memory(self, scales: np.ndarray) -> Basis:
-        """The held matrix (read-only) for the scales it was made with, else a new one
-        made as the lazy basis makes it."""
-        if np.array_equal(scales, self._scales):
-            return DenseBasis(self._held_t.T)
-        return super().scaled_in_memory(scales)
 
     def scaled_array(self, scales: np.ndarray) -> np.ndarray:
         """The held matrix (a read-only view) for the scales it was made with, else a new
