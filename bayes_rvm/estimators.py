@@ -120,9 +120,11 @@ or callable, default="rbf"
     n_starts : int, optional
         Solver "sequential": the number of ascents from different starting noises, the
         best kept (:func:`bayes_rvm.fit_type2`; with ``noise_var`` given, an ascent that
-        starts below it learns the noise up to it). ``None``: 4 when the basis is held
-        in memory. 1 is the fastest; more never reach a lower optimum of
-        the evidence and take about proportionally longer.
+        starts below it learns the noise up to it). ``None``: 4 on a basis of at most
+        16 MiB of doubles (``N n_basis``), 2 on a larger one with at least twice as many
+        rows as columns (reduced to its triangular factor); other larger bases are
+        fitted from one start, and a larger value warns. 1 is the fastest; more never
+        reach a lower optimum of the evidence and take about proportionally longer.
     max_iter : int, optional
         Solver iteration limit (solver default when ``None``).
     tol : float, default=1e-6

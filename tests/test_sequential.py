@@ -298,6 +298,8 @@ def test_n_starts_is_checked():
         fit_type2(Phi, t, n_starts=1.5)
     with pytest.raises(ValueError, match="n_starts applies to solver='sequential'"):
         fit_type2(Phi, t, solver="mackay", n_starts=2)
+    with pytest.raises(ValueError, match="n_starts applies to the gaussian likelihood"):
+        fit_type2(Phi, t > np.median(t), likelihood="bernoulli", n_starts=2)
     x = np.linspace(-10, 10, 50)[:, None]
     model = RVR(gamma=0.25).fit(x, t[:50])
     before = model.log_evidence_
@@ -324,6 +326,11 @@ def test_many_columns_narrow_kernel_is_certified():
     Phi = basis.toarray()
     _assert_evidence(Phi, y, fit)
     _assert_certified(Phi, y, fit)
+    # fitted from one start: more starts are not used, and the user is told so
+    with pytest.warns(UserWarning, match=r"n_starts=3 is not used: a basis of 1500 x 1501"):
+        again = fit_type2(basis, y, tol=TOL, n_starts=3)
+    assert again.log_evidence == fit.log_evidence
+    np.testing.assert_array_equal(again.active, fit.active)
 
 
 @pytest.mark.slow

@@ -278,9 +278,10 @@ def fit_type2(
         not always a better model: on few points with a narrow kernel more starts can
         reach a fit that interpolates (an ``InterpolationWarning``). ``None``: 4 on a basis
         held in memory, 2 on one reduced to its triangular factor (more rows than
-        columns, over 16 MiB: there each ascent takes seconds). A basis fitted on a
-        working set of columns (over 16 MiB and not reduced) is fitted from one start,
-        and so is a fixed noise there. Classification has no starting noise: one ascent.
+        columns, over 16 MiB: there each ascent takes seconds). A larger basis that is
+        not reduced is fitted from one start, the noise learned or fixed, and a larger
+        ``n_starts`` warns that it is not used there. Classification has no starting
+        noise: one ascent, and ``n_starts`` is refused.
         The measured trade-off is on the solver page of the docs.
 
     Returns
@@ -340,6 +341,11 @@ def fit_type2(
             raise ValueError(
                 f"n_starts applies to solver='sequential', got solver={solver!r} (MacKay "
                 "and EM update every hyperparameter from one start)"
+            )
+        if link is not None:
+            raise ValueError(
+                f"n_starts applies to the gaussian likelihood, got likelihood={likelihood!r} "
+                "(classification has no starting noise: one ascent)"
             )
     tol = check_positive_real(tol, "tol")
     solver_basis = basis.evaluated()  # a small kernel basis evaluated once, not per pass

@@ -75,6 +75,7 @@ Bishop, C. M. (2006). Pattern Recognition and Machine Learning, Sec. 7.2.2.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,6 +171,15 @@ def fit(
     # the starting noise and its floor: of the rows the data stand for (weighted rows)
     targets = TargetMoments.of(t) if targets is None else targets
     reduced = link is None and schedule.reduces(basis.shape)
+    if link is None and not (reduced or held) and n_starts is not None and n_starts > 1:
+        n_rows, n_basis = basis.shape
+        warnings.warn(
+            f"n_starts={n_starts} is not used: a basis of {n_rows} x {n_basis}, over "
+            f"{schedule.dense_bytes / 2**20:g} MiB of doubles and not reduced to its "
+            "triangular factor, is fitted from one start",
+            UserWarning,
+            stacklevel=3,
+        )
     least_squares_rss = 0.0  # a lower bound on ||t - Phi w||^2
     if reduced:
         # the Gaussian evidence, posterior and noise update see the data only through
