@@ -26,10 +26,12 @@ alone (the script prints its own peak RSS too, and with ``--case dask`` each wor
   factor and the scaled target to ``FILE`` (``.npz``), on which
   ``benchmarks/bench_reduced_solver.py --factor FILE`` runs the client's solver alone.
 
-``--write`` (``rvr``) puts the run's row in ``docs/results/scale-working-set``: one row
-per seed, a seed's row replaced when it runs again, and the table started anew when the
-command (``--n``, ``--n-jobs``) differs from the one the file holds; run it once per seed
-to fill the table.
+``--write`` puts the run's row in its case's table (:data:`TABLES`): ``rvr`` in
+``docs/results/scale-working-set``, one row per seed, the table started anew when the
+command (``--n``, ``--n-jobs``) differs from the one the file holds; ``subset`` in
+``docs/results/scale-reduced``, one row per ``--n``, ``--centres``, ``--seed`` and
+``--solver``, the table started anew when ``--n-jobs`` differs. A row run again replaces
+the one it names; run the command once per row to fill the table.
 
 ``--n-jobs`` (``rvr``, ``subset``) gives the RVR's ``n_jobs``: threads for the passes over
 the kernel, the working sets' Gram matrices and ``S, Q`` (one BLAS thread each).
@@ -63,6 +65,7 @@ import os
 import resource
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -74,9 +77,57 @@ from bayes_rvm.basis import KernelBasis, choose_centres  # noqa: E402
 from bayes_rvm.datasets import _friedman1, make_friedman1  # noqa: E402
 
 N_TEST = 10_000
-#: The result file ``--write`` fills, and its columns.
-WORKING_SET = "scale-working-set"
-COLUMNS = ["seed", "fit", "passes (mean)", "kept", "log evidence", "RMSE", "peak RSS", "load"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """The result file a case's ``--write`` fills: its name, its columns, the columns
+    that name a row (a run replaces the row they name), and its title and notes
+    (formatted with the run's ``n``, ``threads`` and ``summary`` of the rows' fit times)."""
+
+    name: str
+    columns: list[str]
+    key: tuple[str, ...]
+    title: str
+    notes: str
+
+
+_ENDING = (
+    'RMSE against the true function on 10,000 fresh inputs; "peak RSS" of the process; '
+    '"load": the one-minute load average at the start. {summary}'
+)
+TABLES = {
+    "rvr": Table(
+        "scale-working-set",
+        ["seed", "fit", "passes (mean)", "kept", "log evidence", "RMSE", "peak RSS", "load"],
+        ("seed",),
+        "Every input a centre: Friedman #1 with {n:,} points",
+        "Friedman #1, N = {n:,}, every input a centre (the working-set fit), {threads}, one "
+        'process at a time. "passes": passes over the kernel basis (mean seconds per pass); '
+        '"kept": relevance vectors; ' + _ENDING,
+    ),
+    "subset": Table(
+        "scale-reduced",
+        [
+            "N",
+            "centres",
+            "seed",
+            "solver",
+            "fit",
+            "reduction",
+            "kept",
+            "log evidence",
+            "RMSE",
+            "peak RSS",
+            "load",
+        ],
+        ("N", "centres", "seed", "solver"),
+        "Many rows, fewer centres: the reduced design",
+        "Friedman #1 with k-means++ centres, {threads}, one process at a time: the data "
+        'reduced once to the triangular factor of the centres\' design ("reduction", '
+        'part of "fit"), the solver run on it; "kept": relevance vectors; ' + _ENDING,
+    ),
+}
 
 
 class _Counter:
@@ -155,7 +206,8 @@ def _friedman(n: int, seed: int):
 
 
 def run_rvr(args, counter) -> dict:
-    """Fit and report; returns the run's row of :data:`COLUMNS` but its peak memory."""
+    """Fit and report; returns the run's row (every column of :data:`TABLES` but the peak
+    memory and the load)."""
     train, test = _friedman(args.n, args.seed)
     centres = args.centres if args.case == "subset" else None
     model = RVR(centres=centres, random_state=args.seed, solver=args.solver, n_jobs=args.n_jobs)
@@ -164,8 +216,12 @@ def run_rvr(args, counter) -> dict:
     print(f"RMSE against the true function on {N_TEST} inputs: {rmse:.3f}")
     mean = counter.pass_seconds / max(1, counter.passes)
     return {
+        "N": f"{args.n:,}",
+        "centres": f"{args.centres:,}",
         "seed": args.seed,
+        "solver": "sequential (default)" if args.solver == "auto" else args.solver,
         "fit": f"{seconds:.1f} s",
+        "reduction": f"{counter.reduce_seconds:.1f} s",
         "passes (mean)": f"{counter.passes} ({mean:.2f} s)",
         "kept": len(model.relevance_vectors_),
         "log evidence": f"{model.log_evidence_:,.3f}",
@@ -173,34 +229,56 @@ def run_rvr(args, counter) -> dict:
     }
 
 
+def _command(args) -> str:
+    """The command line of the rows of ``args.case``'s table (see the module docstring)."""
+    jobs = f" --n-jobs {args.n_jobs}" if args.n_jobs else ""
+    if args.case == "rvr":
+        return (
+            f"PYTHONPATH=. python benchmarks/bench_scale.py --case rvr --n {args.n} --seed S"
+            f"{jobs} --write   # S = 0, 1, ..."
+        )
+    return (
+        "PYTHONPATH=. python benchmarks/bench_scale.py --case subset --n N --centres C "
+        f"--seed S [--solver mackay]{jobs} --write   # one run per row"
+    )
+
+
 def write_row(args, row: dict) -> None:
-    """Put ``row`` in the table of :data:`WORKING_SET` (see the module docstring)."""
+    """Put ``row`` in the table of ``args.case`` (:data:`TABLES`, the module docstring)."""
     from _results import RESULTS, write_results  # benchmarks/ is this script's folder
 
-    jobs = f" --n-jobs {args.n_jobs}" if args.n_jobs else ""
-    command = (
-        f"PYTHONPATH=. python benchmarks/bench_scale.py --case rvr --n {args.n} --seed S{jobs} "
-        "--write   # S = 0, 1, ..."
-    )
-    path = RESULTS / WORKING_SET / "results.json"
+    table = TABLES[args.case]
+    command = _command(args)
+    path = RESULTS / table.name / "results.json"
+    named = tuple(row[column] for column in table.key)
     rows = []
     if path.exists():
         held = json.loads(path.read_text())
         if held["command"] == command:
-            rows = [kept for kept in held["rows"] if kept["seed"] != row["seed"]]
-    rows = sorted([*rows, row], key=lambda kept: kept["seed"])
+            rows = [kept for kept in held["rows"] if tuple(kept[c] for c in table.key) != named]
+    row = {column: row[column] for column in table.columns}
+    rows = sorted([*rows, row], key=_order(table.key))
     fits = [float(kept["fit"].split()[0]) for kept in rows]
-    threads = f"{args.n_jobs} fit threads" if args.n_jobs else "one fit thread"
-    notes = (
-        f"Friedman #1, N = {args.n:,}, every input a centre (the working-set fit), {threads}, "
-        'one process at a time. "passes": passes over the kernel basis (mean seconds per '
-        'pass); "kept": relevance vectors; RMSE against the true function on 10,000 '
-        "fresh inputs; peak RSS of the process; load: the one-minute load average at the "
-        f"start. Median fit {np.median(fits):.1f} s, longest {max(fits):.1f} s; "
+    summary = (
+        f"Median fit {np.median(fits):.1f} s, longest {max(fits):.1f} s; "
         f"{sum(fit <= 120 for fit in fits)} of the {len(fits)} within 120 s."
+        if args.case == "rvr"
+        else ""
     )
-    title = f"Every input a centre: Friedman #1 with {args.n:,} points"
-    print(f"wrote {write_results(WORKING_SET, command, rows, COLUMNS, notes, title=title)}")
+    threads = f"{args.n_jobs} fit threads" if args.n_jobs else "one fit thread"
+    notes = table.notes.format(n=args.n, threads=threads, summary=summary).strip()
+    title = table.title.format(n=args.n)
+    written = write_results(table.name, command, rows, table.columns, notes, title=title)
+    print(f"wrote {written}")
+
+
+def _order(key: tuple[str, ...]):
+    """Rows in the order of their naming columns, ``"20,000"`` as a number."""
+
+    def value(cell):
+        return int(cell.replace(",", "")) if isinstance(cell, str) and cell[:1].isdigit() else cell
+
+    return lambda row: tuple(value(row[column]) for column in key)
 
 
 def run_rvc(args, counter):
@@ -320,11 +398,11 @@ def main(argv=None):
         "--n-jobs", type=int, default=None, help="rvr, subset: threads for each pass"
     )
     parser.add_argument(
-        "--write", action="store_true", help=f"rvr: put the row in docs/results/{WORKING_SET}"
+        "--write", action="store_true", help="rvr, subset: put the row in docs/results/"
     )
     args = parser.parse_args(argv)
-    if args.write and args.case != "rvr":
-        parser.error(f"--write is for --case rvr, not --case {args.case}")
+    if args.write and args.case not in TABLES:
+        parser.error(f"--write is for --case {' or '.join(TABLES)}, not --case {args.case}")
     load = os.getloadavg()[0]
     print(f"case {args.case}  n {args.n}  solver {args.solver}  load {load:.2f}")
     counter = _Counter(KernelBasis)

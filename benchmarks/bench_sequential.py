@@ -22,7 +22,7 @@ Usage (from the repository root)::
     python benchmarks/bench_sequential.py --repeats 3
     python benchmarks/bench_sequential.py --problems sinc-1000 diabetes-0.03 --repeats 5
     python benchmarks/bench_sequential.py --packages bayes_rvm --seeds 0 1 2 3 4
-    python benchmarks/bench_sequential.py --memory 50000   # ours only, 1-D sinc, N=50,000
+    python benchmarks/bench_sequential.py --memory 50000 --write  # ours only, sinc, N=50,000
     python benchmarks/bench_sequential.py --packages bayes_rvm "bayes_rvm[n_starts=1]" fastrvm
     python benchmarks/bench_sequential.py --packages bayes_rvm bayes_rvm@main --timeout 300
 
@@ -66,6 +66,7 @@ import io
 import json
 import math
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -209,7 +210,6 @@ def _model(package: str, gamma: float, params: dict | None = None):
 
 def worker(package: str, problem: str, seed: int, warm_up: bool) -> dict:
     """One fit (after a warm-up, for timing); returns its measurements (fresh process)."""
-    import resource
     import warnings
 
     import numpy as np
@@ -416,7 +416,9 @@ def main() -> None:
     parser.add_argument(
         "--in-process", action="store_true", help="every fit in this process (no timeout)"
     )
-    parser.add_argument("--write", action="store_true", help="write docs/results/sequential-suite")
+    parser.add_argument(
+        "--write", action="store_true", help="write docs/results/sequential-suite (or -memory)"
+    )
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--cold", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--check", help=argparse.SUPPRESS)
@@ -436,7 +438,13 @@ def main() -> None:
     if args.memory:
         # no warm-up: the process as a user's, which loads no compiled loop at this size
         result = run("bayes_rvm", f"sinc-{args.memory}", 0, args.timeout, warm_up=False)
+        if result is None:
+            raise SystemExit(f"the fit took over --timeout {args.timeout:g} s")
+        # the worker's own peak (the only child this process waited for)
+        result["worker_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         print(f"bayes_rvm sinc N={args.memory}: {result}")
+        if args.write:
+            _write_memory(args, result)
         return
     refs = [p for p in args.packages if split_ref(p)[1]]
     if args.in_process and refs:
@@ -547,6 +555,27 @@ def _write(
     )
     title = "The default evidence fit against fastrvm and MacKay"
     write_results("sequential-suite", command, rows, COLUMNS, notes, title=title)
+
+
+def _write_memory(args: argparse.Namespace, result: dict) -> None:
+    """The ``--memory`` fit as ``docs/results/sequential-memory`` (the benchmark page)."""
+    from _results import write_results  # benchmarks/ is this script's own folder
+
+    command = f"python benchmarks/bench_sequential.py --memory {args.memory} --write"
+    columns = ["problem", "peak RSS of the fit's process", "the fit, above its start", "fit s",
+               "RVs"]  # fmt: skip
+    row = dict(zip(columns, [
+        f"sinc, N = {args.memory:,}", f"{result['worker_mb']:,.0f} MB",
+        f"{result['peak_mb']:,.0f} MB", round(result["time"], 1), result["n_rv"],
+    ], strict=True))  # fmt: skip
+    notes = (
+        "The default `RVR` (RBF gamma 0.25, every input a centre) on the suite's sinc, "
+        "fitted in a fresh process with no warm-up fit, as a user's first fit: the peak "
+        "resident memory of that process, and how far the fit raised it above what the "
+        "process held when the fit started (Python, numpy, the data)."
+    )
+    title = "Memory of a large sinc fit"
+    write_results("sequential-memory", command, [row], columns, notes, title=title)
 
 
 def _geometric(values: list[float]) -> float:

@@ -49,7 +49,7 @@ def test_write_keeps_one_row_per_seed_of_one_command(load_script, monkeypatch, t
     monkeypatch.setattr(results, "RESULTS", tmp_path)
     bench_scale = load_script("benchmarks/bench_scale.py")
     page = load_script("scripts/benchmark_page.py")
-    path = tmp_path / bench_scale.WORKING_SET / "results.json"
+    path = tmp_path / bench_scale.TABLES["rvr"].name / "results.json"
 
     def run(n, seed):
         bench_scale.main(["--case", "rvr", "--n", str(n), "--seed", str(seed), "--write"])
@@ -59,10 +59,44 @@ def test_write_keeps_one_row_per_seed_of_one_command(load_script, monkeypatch, t
     run(120, 0)
     table = run(120, 1)
     assert [row["seed"] for row in table["rows"]] == [0, 1]
-    assert all(set(bench_scale.COLUMNS) <= set(row) for row in table["rows"])
+    assert all(list(row) == bench_scale.TABLES["rvr"].columns for row in table["rows"])
     assert "--n 120 " in table["command"] and "of the 2 within 120 s" in table["notes"]
     assert "| 1 |" in page.section(table)
     table = run(140, 2)
     assert [row["seed"] for row in table["rows"]] == [2]
     with pytest.raises(SystemExit):
         bench_scale.main(["--case", "rvc", "--n", "100", "--write"])
+
+
+@pytest.mark.filterwarnings("ignore:the model interpolates")
+def test_write_keeps_one_row_per_subset_fit(load_script, monkeypatch, tmp_path):
+    """``--case subset --write``: a row per size, centres, seed and solver (the same ones
+    run again replace their row), in that order, and another ``--n-jobs`` starts anew."""
+    import json
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    results = load_script("benchmarks/_results.py")
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    bench_scale = load_script("benchmarks/bench_scale.py")
+    page = load_script("scripts/benchmark_page.py")
+    table = bench_scale.TABLES["subset"]
+
+    def run(n, seed, *more):
+        argv = ["--case", "subset", "--n", str(n), "--centres", "20", "--seed", str(seed)]
+        bench_scale.main([*argv, *more, "--write"])
+        held = json.loads((tmp_path / table.name / "results.json").read_text())
+        return held, [tuple(row[c] for c in table.key) for row in held["rows"]]
+
+    run(300, 1)
+    run(300, 0, "--solver", "mackay")
+    run(1200, 0)
+    held, named = run(300, 1)
+    assert named == [
+        ("300", "20", 0, "mackay"), ("300", "20", 1, "sequential (default)"),
+        ("1,200", "20", 0, "sequential (default)"),
+    ]  # fmt: skip
+    assert all(list(row) == table.columns for row in held["rows"])
+    assert "| mackay |" in page.section(held)
+    _, named = run(300, 2, "--n-jobs", "2")
+    assert named == [("300", "20", 2, "sequential (default)")]

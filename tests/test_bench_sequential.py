@@ -129,3 +129,25 @@ def test_the_default_is_compared_with_a_revision_and_a_setting_with_the_default(
     assert "more than 0.5 nat lower on 1 of 2 problems" in text
     assert "more than 25 % slower on 1 of 2" in text
     assert text.endswith("No fit within the timeout: c (bayes_rvm@abc).")
+
+
+def test_memory_run_writes_its_table(load_script, monkeypatch, tmp_path):
+    """``--memory N --write``: one fit in a fresh process, its row in
+    ``sequential-memory`` with the page's columns, the worker's peak at least the fit's
+    share of it; the page renders it."""
+    import json
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    results = load_script("benchmarks/_results.py")
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    suite = load_script("benchmarks/bench_sequential.py")
+    page = load_script("scripts/benchmark_page.py")
+    monkeypatch.setattr("sys.argv", ["bench_sequential.py", "--memory", "400", "--write"])
+    suite.main()
+    table = json.loads((tmp_path / "sequential-memory" / "results.json").read_text())
+    (row,) = table["rows"]
+    assert list(row) == table["columns"] and row["problem"] == "sinc, N = 400"
+    whole, fit = (float(row[c].split()[0].replace(",", "")) for c in table["columns"][1:3])
+    assert 0 <= fit <= whole and whole > 50 and row["RVs"] > 0  # numpy alone holds more
+    assert table["command"].endswith("--memory 400 --write")
+    assert "| sinc, N = 400 |" in page.section(table)
