@@ -22,18 +22,18 @@ def machine() -> str:
     """One line on where a measurement ran: system, CPUs, load, Python, numpy, BLAS.
 
     The BLAS libraries and their thread counts come from ``threadpoolctl`` (after
-    importing numpy, so its BLAS is loaded); a library shipped inside a package's wheel
-    (numpy and scipy each bring their own OpenBLAS) is named with that package.
+    importing numpy, so its BLAS is loaded), sorted; a library shipped inside a package's
+    wheel (numpy and scipy each bring their own OpenBLAS) is named with that package.
     """
     from threadpoolctl import threadpool_info
 
-    blas = [
+    blas = sorted(
         f"{_shipped_by(info.get('filepath') or '')}"
         f"{info.get('internal_api', info.get('prefix', '?'))} {info.get('version') or ''}"
         f" ({info.get('num_threads')} thread{'' if info.get('num_threads') == 1 else 's'})"
         for info in threadpool_info()
         if info.get("user_api") == "blas"
-    ]
+    )  # in a fixed order: threadpoolctl lists them in the order they were loaded
     load = f"load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     parts = [
         f"{platform.system()} {platform.machine()}",
