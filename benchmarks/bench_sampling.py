@@ -6,6 +6,9 @@ Run from the repository root (single-threaded BLAS, a stable PyTensor cache):
     OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 nice -n 5 \\
     python benchmarks/bench_sampling.py --draws 500 --tune 500 --seeds 1 2
 
+``--write`` (with ``--part sampling``) writes the sampling table, medians over the seeds,
+to ``docs/results/sampling`` with the command that made it.
+
 Data sets (each with an RBF basis at every training input plus a bias):
 
 - ``sinc``: ``bayes_rvm.datasets.make_sinc(100, noise="uniform", noise_level=0.2)``,
@@ -41,7 +44,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shlex
 import statistics
+import sys
 
 import numpy as np
 from scipy.special import digamma, polygamma
@@ -51,6 +56,12 @@ from bayes_rvm.kernels import RBF
 
 GAUSSIAN_FORMS = ("collapsed", "noncentred", "centred")
 BERNOULLI_FORMS = ("noncentred", "centred")
+#: The data sets as the result file's notes name them.
+DESCRIPTIONS = {
+    "sinc": "sinc (`make_sinc(100, noise='uniform', noise_level=0.2)`, RBF gamma 0.25)",
+    "mcycle": "MASS mcycle (100 rows, standardised, RBF gamma 4)",
+    "ripley": "Ripley's two classes (100 points, RBF gamma 4, Bernoulli)",
+}
 
 
 def _rbf_design(X_train, gamma):
@@ -141,8 +152,11 @@ def mcmc_stats(fit) -> dict:
     wall = fit.attrs["wall_time"]
     # tuning + draws, stamped by PyMC for its own NUTS and for nutpie
     sampling = float(fit["posterior"].attrs.get("sampling_time", np.nan))
+    stats = fit["sample_stats"]
     return {
-        "divergences": int(fit["sample_stats"]["diverging"].sum()),
+        "divergences": int(stats["diverging"].sum()),
+        # gradient evaluations per draw, where the sampler records them
+        "leapfrog": float(stats["n_steps"].mean()) if "n_steps" in stats else np.nan,
         "r_hat": r_hat,
         "ess": ess,
         "wall": wall,
@@ -208,6 +222,51 @@ def part_sampling(problems, args):
             f"| {statistics.median(r['ess_sampling'] for r in runs):.1f} |",
             flush=True,
         )
+    if args.write:
+        write_sampling(summary, args)
+
+
+#: The columns of ``docs/results/sampling`` (``--write``): medians over the seeds but the
+#: divergences (each seed's) and r_hat (the worst).
+COLUMNS = [
+    "data", "form", "sampler", "divergences", "max r_hat", "min bulk ESS", "wall s",
+    "sampling s", "ESS/s (wall)", "ESS/s (sampling)", "leapfrog/draw",
+]  # fmt: skip
+
+
+def write_sampling(summary, args) -> None:
+    """The summary of :func:`part_sampling` as ``docs/results/sampling``."""
+    from _results import write_results  # benchmarks/ is this script's own folder
+
+    rows = []
+    for name, form, sampler, runs in summary:
+        medians = [
+            round(statistics.median(r[key] for r in runs), digits)
+            for key, digits in [("ess", 0), ("wall", 1), ("sampling", 1), ("ess_s", 1),
+                                ("ess_sampling", 1), ("leapfrog", 0)]
+        ]  # fmt: skip
+        divergences = ", ".join(str(r["divergences"]) for r in runs)
+        worst = round(max(r["r_hat"] for r in runs), 3)
+        values = [name, form, sampler, divergences, worst, *medians]
+        rows.append(dict(zip(COLUMNS, values, strict=True)))
+    seeds = ", ".join(str(seed) for seed in args.seeds)
+    notes = (
+        f"Data: {', '.join(DESCRIPTIONS[name] for name in args.data)}, each basis with a "
+        "bias column (M = 101). Prior: alpha_i ~ "
+        "Gamma(2, 2 sd(t)^2), beta ~ Gamma(2, 2 (sd(t)/2)^2) (sd 1 for classification). "
+        f"{args.chains} chains of {args.tune} tuning and {args.draws} kept draws, "
+        f"target_accept {args.target_accept:g}, seeds {seeds}: divergences of each seed, "
+        "the worst r_hat, and the median over the seeds of the rest. ESS: bulk, the "
+        'smallest over every `log alpha_i` and `log beta`. "wall s": the whole '
+        "`bayes_rvm.sample` call (compilation, tuning, draws, the exact `w` draws of the "
+        "collapsed form, the leave-one-out terms, predictions at the test inputs); "
+        '"sampling s": tuning and draws as the sampler stamps them; "leapfrog/draw": '
+        "gradient evaluations per draw (none where the sampler does not record them). "
+        "Times depend on the load; compare within the table."
+    )
+    command = "python benchmarks/bench_sampling.py " + shlex.join(args.argv)
+    title = "Full Bayes: every form with every sampler"
+    print(f"wrote {write_results('sampling', command, rows, COLUMNS, notes, title=title)}")
 
 
 def part_vi(problems, args):
@@ -295,7 +354,13 @@ def main(argv=None):
     parser.add_argument("--data", nargs="+", default=["sinc", "mcycle", "ripley"])
     parser.add_argument("--part", nargs="+", default=list(PARTS), choices=list(PARTS))
     parser.add_argument("--vague", type=float, nargs="+", default=[1e-4, 1e-2, 1.0])
+    parser.add_argument(
+        "--write", action="store_true", help="sampling: write docs/results/sampling"
+    )
     args = parser.parse_args(argv)
+    if args.write and "sampling" not in args.part:
+        parser.error(f"--write writes the sampling part's table; got --part {args.part}")
+    args.argv = sys.argv[1:] if argv is None else list(argv)
     print(f"load average {os.getloadavg()[0]:.1f}; {vars(args)}", flush=True)
     problems = [load_problem(name) for name in args.data]
     for part in args.part:

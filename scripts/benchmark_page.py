@@ -42,9 +42,8 @@ absolute times across tables.
 
 Every table is generated from a committed result file, `docs/results/<name>/results.json`,
 by `python scripts/benchmark_page.py`. To measure again, run the table's command from the
-repository root: the reproduction and every command with `--write` write the result file
-themselves (`write_results` from `benchmarks/_results.py`); the sampling table holds
-what its command printed.
+repository root: the reproduction and the benchmark commands (with `--write`) write the
+result file themselves (`write_results` from `benchmarks/_results.py`).
 How good the predictive error bars are is measured in the
 [predictive guide](guide/predictive.md).
 """
