@@ -82,14 +82,17 @@ N_TEST = 10_000
 @dataclass(frozen=True)
 class Table:
     """The result file a case's ``--write`` fills: its name, its columns, the columns
-    that name a row (a run replaces the row they name), and its title and notes
-    (formatted with the run's ``n``, ``threads`` and ``summary`` of the rows' fit times)."""
+    that name a row (a run replaces the row they name), its command, title and notes
+    (formatted with the run's ``n``, ``jobs``, ``threads`` and ``summary``), and the fit
+    time whose rows the summary counts (``None``: no summary)."""
 
     name: str
     columns: list[str]
     key: tuple[str, ...]
+    command: str
     title: str
     notes: str
+    within: float | None = None
 
 
 _ENDING = (
@@ -101,10 +104,13 @@ TABLES = {
         "scale-working-set",
         ["seed", "fit", "passes (mean)", "kept", "log evidence", "RMSE", "peak RSS", "load"],
         ("seed",),
+        "PYTHONPATH=. python benchmarks/bench_scale.py --case rvr --n {n} --seed S{jobs} "
+        "--write   # S = 0, 1, ...",
         "Every input a centre: Friedman #1 with {n:,} points",
         "Friedman #1, N = {n:,}, every input a centre (the working-set fit), {threads}, one "
         'process at a time. "passes": passes over the kernel basis (mean seconds per pass); '
         '"kept": relevance vectors; ' + _ENDING,
+        within=120.0,
     ),
     "subset": Table(
         "scale-reduced",
@@ -122,6 +128,8 @@ TABLES = {
             "load",
         ],
         ("N", "centres", "seed", "solver"),
+        "PYTHONPATH=. python benchmarks/bench_scale.py --case subset --n N --centres C "
+        "--seed S [--solver mackay]{jobs} --write   # one run per row",
         "Many rows, fewer centres: the reduced design",
         "Friedman #1 with k-means++ centres, {threads}, one process at a time: the data "
         'reduced once to the triangular factor of the centres\' design ("reduction", '
@@ -229,26 +237,14 @@ def run_rvr(args, counter) -> dict:
     }
 
 
-def _command(args) -> str:
-    """The command line of the rows of ``args.case``'s table (see the module docstring)."""
-    jobs = f" --n-jobs {args.n_jobs}" if args.n_jobs else ""
-    if args.case == "rvr":
-        return (
-            f"PYTHONPATH=. python benchmarks/bench_scale.py --case rvr --n {args.n} --seed S"
-            f"{jobs} --write   # S = 0, 1, ..."
-        )
-    return (
-        "PYTHONPATH=. python benchmarks/bench_scale.py --case subset --n N --centres C "
-        f"--seed S [--solver mackay]{jobs} --write   # one run per row"
-    )
-
-
 def write_row(args, row: dict) -> None:
     """Put ``row`` in the table of ``args.case`` (:data:`TABLES`, the module docstring)."""
     from _results import RESULTS, write_results  # benchmarks/ is this script's folder
 
     table = TABLES[args.case]
-    command = _command(args)
+    command = table.command.format(
+        n=args.n, jobs=f" --n-jobs {args.n_jobs}" if args.n_jobs else ""
+    )
     path = RESULTS / table.name / "results.json"
     named = tuple(row[column] for column in table.key)
     rows = []
@@ -260,10 +256,11 @@ def write_row(args, row: dict) -> None:
     rows = sorted([*rows, row], key=_order(table.key))
     fits = [float(kept["fit"].split()[0]) for kept in rows]
     summary = (
-        f"Median fit {np.median(fits):.1f} s, longest {max(fits):.1f} s; "
-        f"{sum(fit <= 120 for fit in fits)} of the {len(fits)} within 120 s."
-        if args.case == "rvr"
-        else ""
+        ""
+        if table.within is None
+        else f"Median fit {np.median(fits):.1f} s, longest {max(fits):.1f} s; "
+        f"{sum(fit <= table.within for fit in fits)} of the {len(fits)} within "
+        f"{table.within:g} s."
     )
     threads = f"{args.n_jobs} fit threads" if args.n_jobs else "one fit thread"
     notes = table.notes.format(n=args.n, threads=threads, summary=summary).strip()
