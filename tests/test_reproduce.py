@@ -326,16 +326,26 @@ def test_runs_of_disjoint_repetitions_merge_into_the_whole(tmp_path):
         reproduce.merge_runs([tmp_path / "a", tmp_path / "a"])
 
 
-def test_the_machine_line_names_whose_blas_each_library_is():
+def test_the_machine_line_names_whose_blas_each_library_is(monkeypatch):
     """Each BLAS the process loaded is on the machine line with its version and threads;
-    one that a wheel ships (numpy's and scipy's OpenBLAS) is named with its package, so
-    that two OpenBLAS builds read as what they are."""
-    from threadpoolctl import threadpool_info
+    one that a wheel ships (in ``numpy.libs``, ``scipy.libs``) is named with its package,
+    so that two OpenBLAS builds read as what they are; and they are listed in one order
+    whatever order they were loaded in."""
+    import threadpoolctl
 
+    from bayes_rvm.reproduce._result_file import _shipped_by
+
+    assert _shipped_by("/env/site-packages/numpy.libs/libscipy_openblas64_.so") == "numpy's "
+    assert _shipped_by("/usr/lib/x86_64-linux-gnu/libopenblas.so.0") == ""
     line = reproduce.machine()
-    for info in threadpool_info():
-        if info["user_api"] != "blas":
-            continue
-        folder = info["filepath"].replace("\\", "/").split("/")[-2]
-        owner = f"{folder[: -len('.libs')]}'s " if folder.endswith(".libs") else ""
-        assert f"{owner}{info['internal_api']} {info['version']}" in line
+    blas = [info for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
+    for info in blas:
+        assert f"{info['internal_api']} {info['version']}" in line
+    loaded = [
+        {"user_api": "blas", "internal_api": "openblas", "version": version,
+         "num_threads": 1, "filepath": f"/env/{owner}.libs/libopenblas.so"}
+        for owner, version in [("scipy", "0.3.31"), ("numpy", "0.3.34")]
+    ]  # fmt: skip
+    for order in (loaded, loaded[::-1]):
+        monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda order=order: order)
+        assert "numpy's openblas 0.3.34 (1 thread), scipy's openblas 0.3.31" in reproduce.machine()
